@@ -1,0 +1,21 @@
+"""The GEMM ladder's helpers: every chapter, test and the CLI go through these verbs.
+
+    build(rung)            compile with NVRTC (cached), registers/spills/smem, SASS inventory (no GPU needed)
+    check(rung, m, n, k)   fresh random inputs, NaN-poisoned C, compared with cuBLAS in higher precision
+    bench(rung, m, n, k)   median CUDA-event time against cuBLAS in the same run
+    measure(rung, n)       check + bench + record when live; the recorded row when replaying
+    ceiling(id)            a machine ceiling from chapter 00, measured or recorded
+    roofline / climb       the two plots; explore() adds widgets
+    banner()               says LIVE or REPLAY, and where replayed numbers came from
+"""
+from .bench import bench, cublas_tflops
+from .build import Build, CompileError, build
+from .check import ShapeError, check, launch, random_inputs
+from .gpu import NoGPU, device, live, why_not_live
+from .ladder import CEILINGS, NotRecorded, Row, ceiling, measure, recorded_ceilings, replay, rows
+from .plot import climb, explore, roofline
+from .registry import PROBES, RUNGS, chapter_rungs, intensity, probe, rung
+from .report import banner, banner_text, build_summary, opcode_families, table
+from .results import ResultsError
+
+__all__ = [name for name in dir() if not name.startswith("_")]

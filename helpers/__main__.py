@@ -1,0 +1,67 @@
+"""python -m helpers ladder [--n N ...] [--rungs ID ...] [--replay] [--json] [--plot PATH]"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from .gpu import REPLAY_ENV
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m helpers", description="Climb the GEMM ladder.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    lad = sub.add_parser("ladder", help="run (or replay) every registered rung against cuBLAS")
+    lad.add_argument("--n", type=int, nargs="+", default=[4096], help="square sizes N (default 4096)")
+    lad.add_argument("--rungs", nargs="+", help="rung ids (default: all registered rungs)")
+    lad.add_argument("--replay", action="store_true", help="show recorded results even if a GPU is present")
+    lad.add_argument("--json", action="store_true", help="print rows as JSON instead of a table")
+    lad.add_argument("--plot", default="climb.png", help="where to write the climb plot ('' for none)")
+    args = p.parse_args(argv)
+
+    if args.replay:
+        os.environ[REPLAY_ENV] = "1"
+    from . import ladder, registry, report  # after the env var, so mode detection sees it
+
+    try:
+        chosen = [registry.rung(x) for x in args.rungs] if args.rungs else list(registry.RUNGS)
+    except KeyError as e:
+        p.error(e.args[0])
+    print(report.banner_text(), file=sys.stderr)
+
+    t0 = time.time()
+
+    def progress(i, total, label):
+        if i < total:
+            print(f"[{i + 1}/{total}] {label} ({time.time() - t0:.0f} s so far)", file=sys.stderr, flush=True)
+
+    rows, missing = [], []
+    todo = [(r, n) for n in args.n for r in chosen]
+    for i, (r, n) in enumerate(todo):
+        progress(i, len(todo), f"{r.id} N={n}")
+        try:
+            rows.append(ladder.measure(r, n))
+        except ladder.NotRecorded as e:
+            missing.append(str(e))
+        except Exception as e:  # noqa: BLE001 - one broken rung must not lose the others' results
+            missing.append(f"{r.id} N={n} failed: {type(e).__name__}: {e}")
+    for m in missing:
+        print(f"skipped: {m}", file=sys.stderr)
+
+    if args.json:
+        keys = ("rung", "n", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu")
+        print(json.dumps([{k: getattr(r, k) for k in keys} for r in rows], indent=1))
+    else:
+        print(report.table(rows))
+    if args.plot and rows:
+        from .plot import save_climb
+        ceilings = ladder.recorded_ceilings() if rows[0].source == "recorded" else {}
+        save_climb(rows, ceilings, args.plot)
+        print(f"climb plot written to {args.plot}", file=sys.stderr)
+    return 0 if rows and not missing else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Time a rung against cuBLAS in the same process, and measure the machine's ceilings (chapter 00).
+
+Habits: warm up first; time each launch with CUDA events and keep the median; rotate among several input
+sets so the working set is larger than L2; alternate rung and cuBLAS launches so both see the same clocks.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from .build import build
+from .check import ShapeError, _cp_dtype, function, geometry, random_inputs, validate
+from .gpu import require_live
+from .registry import Rung, probe, rung as _rung
+
+TIME_BUDGET_S = 0.3  # per contender per measurement: enough launches for a stable median, few enough for a notebook
+
+
+@dataclass(frozen=True)
+class Timing:
+    ms: float            # median milliseconds per launch
+    launches: int
+    tflops: float
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    rung: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    kernel: Timing
+    cublas: Timing
+    input_sets: int
+
+    @property
+    def ratio(self) -> float:
+        return self.kernel.tflops / self.cublas.tflops
+
+
+def _event_ms(fn) -> float:
+    import cupy as cp
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop)
+
+
+def input_sets_for(m: int, n: int, k: int, itemsize: int, l2_bytes: int) -> int:
+    """How many (A, B) pairs to rotate so that one sweep over them is at least twice the L2 size."""
+    per_set = (m * k + k * n) * itemsize
+    return max(2, min(64, math.ceil(2 * l2_bytes / per_set)))
+
+
+def time_pair(kernel_fn, cublas_fn, sets: int, flops: float) -> tuple[Timing, Timing]:
+    """Median event time of two contenders, interleaved launch by launch over `sets` input sets."""
+    for i in range(2 * sets):  # warm-up: module load, cuBLAS heuristics, clocks ramping up
+        kernel_fn(i % sets)
+        cublas_fn(i % sets)
+    estimate = max(_event_ms(lambda: kernel_fn(0)), _event_ms(lambda: cublas_fn(0)))
+    launches = int(min(200, max(5, TIME_BUDGET_S * 1e3 / max(estimate, 1e-3))))
+    tk, tc = [], []
+    for i in range(launches):
+        tk.append(_event_ms(lambda: kernel_fn(i % sets)))
+        tc.append(_event_ms(lambda: cublas_fn(i % sets)))
+    mk, mc = statistics.median(tk), statistics.median(tc)
+    return Timing(mk, launches, flops / mk / 1e9), Timing(mc, launches, flops / mc / 1e9)
+
+
+def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None, fn=None) -> BenchResult:
+    """TFLOP/s of rung r and of cuBLAS (cupy.matmul, same dtype) on the same inputs, in the same run."""
+    import cupy as cp
+    r = _rung(r) if isinstance(r, str) else r
+    n, k = n or m, k or m
+    validate(r, m, n, k)
+    dev = require_live(r.needs_cc, r.arch)
+    fn = fn or function(r)
+    grid, block, smem = geometry(r, m, n)
+    sets = input_sets_for(m, n, k, np.dtype(_cp_dtype(r.dtype)).itemsize, dev.l2_bytes)
+    inputs = [random_inputs(r.dtype, m, n, k) for _ in range(sets)]
+    c = cp.empty((m, n), dtype=cp.float32)
+    c_ref = cp.empty((m, n), dtype=inputs[0][0].dtype)
+    mnk = tuple(np.int32(v) for v in (m, n, k))
+
+    def run_kernel(i):
+        fn(grid, block, (inputs[i][0], inputs[i][1], c, *mnk), shared_mem=smem)
+
+    def run_cublas(i):
+        cp.matmul(inputs[i][0], inputs[i][1], out=c_ref)
+
+    kt, ct = time_pair(run_kernel, run_cublas, sets, 2.0 * m * n * k)
+    return BenchResult(r.id, m, n, k, r.dtype, kt, ct, sets)
+
+
+def cublas_tflops(dtype: str, n: int) -> Timing:
+    """cuBLAS alone (cupy.matmul) on square N x N x N in `dtype`: the reference ceiling of chapter 00."""
+    import cupy as cp
+    dev = require_live()
+    sets = input_sets_for(n, n, n, np.dtype(_cp_dtype(dtype)).itemsize, dev.l2_bytes)
+    inputs = [random_inputs(dtype, n, n, n) for _ in range(sets)]
+    out = cp.empty((n, n), dtype=inputs[0][0].dtype)
+    run = lambda i: cp.matmul(inputs[i][0], inputs[i][1], out=out)  # noqa: E731
+    timing, _ = time_pair(run, run, sets, 2.0 * n**3)
+    return timing
+
+
+# ---- chapter 00 probes -------------------------------------------------------------------------------
+
+def _probe_fn(probe_id: str):
+    import cupy as cp
+    p = probe(probe_id)
+    require_live(p.needs_cc)
+    return cp.RawModule(path=str(build(p).cubin)).get_function(p.entry), build(p).consts["THREADS"]
+
+
+def _median_ms(run, repeats: int = 20) -> float:
+    run()
+    run()
+    return statistics.median(_event_ms(run) for _ in range(repeats))
+
+
+def measure_hbm_copy(gib: float = 2.0) -> float:
+    """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written."""
+    import cupy as cp
+    fn, threads = _probe_fn("hbm_copy")
+    n4 = int(gib * 2**30) // 16
+    src, dst = cp.ones(n4 * 4, cp.float32), cp.empty(n4 * 4, cp.float32)
+    blocks = require_live().sms * 8
+    ms = _median_ms(lambda: fn((blocks,), (threads,), (src, dst, np.int64(n4))))
+    if not bool((dst[:: 4096] == 1).all()):
+        raise RuntimeError("the copy probe did not copy: its bandwidth number would be meaningless")
+    return 2 * n4 * 16 / ms / 1e9
+
+
+def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> float:
+    """Read bandwidth from L2 in TB/s: a buffer that fits in L2 (0.4 of it), read `passes` times with .cg."""
+    import cupy as cp
+    fn, threads = _probe_fn("l2_read")
+    dev = require_live()
+    n4 = int(dev.l2_bytes * fraction_of_l2) // 16
+    src = cp.ones(n4 * 4, cp.float32)
+    blocks = dev.sms * 8
+    sink = cp.empty(blocks * threads, cp.float32)
+    ms = _median_ms(lambda: fn((blocks,), (threads,), (src, np.int64(n4), np.int32(passes), sink)))
+    return passes * n4 * 16 / ms / 1e9
+
+
+def measure_ffma_peak(iters: int = 1 << 14) -> float:
+    """FP32 FFMA throughput in TFLOP/s from independent FMA chains (2 FLOP each), no memory traffic."""
+    import cupy as cp
+    fn, threads = _probe_fn("ffma_peak")
+    chains = build("ffma_peak").consts["CHAINS"]
+    blocks = require_live().sms * 8  # 2048 threads per SM: every scheduler has warps to pick from
+    sink = cp.empty(blocks * threads, cp.float32)
+    ms = _median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.float32(0.999), np.float32(1e-3))))
+    return 2.0 * chains * iters * blocks * threads / ms / 1e9
+
+
+__all__ = ["BenchResult", "Timing", "bench", "cublas_tflops", "measure_hbm_copy", "measure_l2_read",
+           "measure_ffma_peak", "ShapeError"]

@@ -1,0 +1,143 @@
+"""Launch a rung and prove it right: fresh random inputs, a NaN-poisoned output, a higher-precision reference."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .build import build
+from .gpu import require_live
+from .registry import Rung, rung as _rung
+
+# ||C - ref||_F / ||ref||_F allowed per input dtype (accumulation is fp32 everywhere).
+TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 2e-2}
+
+
+class ShapeError(ValueError):
+    """The kernel cannot compute this shape; raised before anything is launched."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    rung: str
+    m: int
+    n: int
+    k: int
+    rel_err: float
+    tolerance: float
+    all_finite: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.all_finite and self.rel_err <= self.tolerance
+
+    def __str__(self) -> str:
+        verdict = "correct" if self.ok else ("WRONG: NaN/Inf in C" if not self.all_finite else "WRONG")
+        return (f"{self.rung} {self.m}x{self.n}x{self.k}: rel. error {self.rel_err:.2e} "
+                f"(tolerance {self.tolerance:.0e}) -> {verdict}")
+
+
+def geometry(r: Rung, m: int, n: int) -> tuple[tuple, tuple, int]:
+    """(grid, block, dynamic smem bytes) for one launch, from the constants in the rung's .cu."""
+    c = build(r).consts
+    bm, bn = c[r.tile[0]], c[r.tile[1]]
+    return ((n + bn - 1) // bn, (m + bm - 1) // bm, 1), (c[r.threads], 1, 1), c.get("SMEM_BYTES", 0)
+
+
+def validate(r: Rung, m: int, n: int, k: int) -> None:
+    """Refuse, in one sentence, a shape the rung cannot handle."""
+    if min(m, n, k) < 1:
+        raise ShapeError(f"{r.id} needs positive M, N, K; got {m}x{n}x{k}.")
+    consts = build(r).consts
+    for dim, value in (("M", m), ("N", n), ("K", k)):
+        if dim in r.divides and value % consts[r.divides[dim]]:
+            step = consts[r.divides[dim]]
+            raise ShapeError(f"{r.id} handles {dim} only in multiples of {step} ({r.divides[dim]}); "
+                             f"got {dim}={value}: pad to {-(-value // step) * step} or pick an earlier rung.")
+    if max(m * k, k * n, m * n) >= 2**31:
+        raise ShapeError(f"{r.id} indexes with 32-bit ints, so no operand may hold 2^31 elements; got {m}x{n}x{k}.")
+
+
+def _cp_dtype(dtype: str):
+    import cupy as cp
+    if dtype == "bf16":
+        import ml_dtypes
+        return ml_dtypes.bfloat16
+    return {"fp32": cp.float32, "fp16": cp.float16}[dtype]
+
+
+def random_inputs(dtype: str, m: int, n: int, k: int, seed: int | None = None):
+    """Fresh standard-normal A [M,K] and B [K,N] on the GPU, in the rung's dtype. Never zeros."""
+    import cupy as cp
+    rng = cp.random.default_rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
+    a = rng.standard_normal((m, k), dtype=cp.float32)
+    b = rng.standard_normal((k, n), dtype=cp.float32)
+    if dtype == "bf16":
+        return _to_bf16(a), _to_bf16(b)
+    return a.astype(_cp_dtype(dtype)), b.astype(_cp_dtype(dtype))
+
+
+def _to_bf16(x):
+    """float32 -> bfloat16 with round-to-nearest-even, done on the bits (CuPy has no bfloat16 cast)."""
+    import cupy as cp
+    bits = x.view(cp.uint32)
+    rounded = (bits + cp.uint32(0x7FFF) + ((bits >> 16) & cp.uint32(1))) >> 16
+    return rounded.astype(cp.uint16).view(_cp_dtype("bf16"))
+
+
+def launch(r: Rung | str, a, b, c, fn=None) -> None:
+    """C = A @ B with rung r. Shapes and dtypes are checked before the launch."""
+    r = _rung(r) if isinstance(r, str) else r
+    (m, k), (k2, n) = a.shape, b.shape
+    want = np.dtype(_cp_dtype(r.dtype))
+    if k2 != k or c.shape != (m, n):
+        raise ShapeError(f"{r.id} computes C[M,N] = A[M,K] @ B[K,N]; got A{a.shape}, B{b.shape}, C{c.shape}.")
+    if a.dtype != want or b.dtype != want or c.dtype != np.float32:
+        raise ShapeError(f"{r.id} takes {r.dtype} A and B and an fp32 C; got {a.dtype}, {b.dtype}, {c.dtype}.")
+    if not all(x.flags.c_contiguous for x in (a, b, c)):
+        raise ShapeError(f"{r.id} needs row-major contiguous arrays; call cupy.ascontiguousarray first.")
+    validate(r, m, n, k)
+    grid, block, smem = geometry(r, m, n)
+    (fn or function(r))(grid, block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)), shared_mem=smem)
+
+
+_FUNCTIONS: dict = {}
+
+
+def function(r: Rung, source: str | None = None):
+    """The loaded kernel (cached per cubin). Needs a live GPU that has the rung's features."""
+    import cupy as cp
+    require_live(r.needs_cc, r.arch)
+    bld = build(r, source)
+    if bld.cubin not in _FUNCTIONS:
+        fn = cp.RawModule(path=str(bld.cubin)).get_function(r.entry)
+        smem = bld.consts.get("SMEM_BYTES", 0)
+        if smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem  # opt in past the 48 KiB default
+        _FUNCTIONS[bld.cubin] = fn
+    return _FUNCTIONS[bld.cubin]
+
+
+def reference(a, b):
+    """cuBLAS in higher precision: fp64 for fp32 inputs, fp32 (exact products of 16-bit inputs) otherwise."""
+    import cupy as cp
+    wide = cp.float64 if a.dtype == cp.float32 else cp.float32
+    return cp.matmul(a.astype(wide), b.astype(wide))
+
+
+def check(r: Rung | str, m: int, n: int | None = None, k: int | None = None, fn=None) -> CheckResult:
+    """Run rung r once on fresh random data with C poisoned by NaN; compare with cuBLAS in higher precision."""
+    import cupy as cp
+    r = _rung(r) if isinstance(r, str) else r
+    n, k = n or m, k or m
+    validate(r, m, n, k)
+    fn = fn or function(r)
+    a, b = random_inputs(r.dtype, m, n, k)
+    c = cp.full((m, n), cp.nan, dtype=cp.float32)  # every element the kernel forgets stays NaN
+    launch(r, a, b, c, fn)
+    cp.cuda.runtime.deviceSynchronize()
+    ref = reference(a, b)
+    finite = bool(cp.isfinite(c).all())
+    err = float(cp.linalg.norm(c.astype(ref.dtype) - ref) / cp.linalg.norm(ref)) if finite else float("inf")
+    return CheckResult(r.id, m, n, k, err, TOLERANCE[r.dtype], finite)

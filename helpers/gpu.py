@@ -1,0 +1,104 @@
+"""Which mode are we in? Live (a CUDA GPU that can run the rung) or replay (recorded H100 results)."""
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import os
+import subprocess
+from dataclasses import asdict, dataclass
+
+REPLAY_ENV = "GEMM_LADDER_REPLAY"  # set to 1 to replay even where a GPU is present
+
+
+class NoGPU(RuntimeError):
+    """Live work was asked for where no usable CUDA GPU is present."""
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    cc: tuple
+    sms: int
+    l2_bytes: int
+    smem_optin_bytes: int
+    sm_clock_max_mhz: int | None
+    mem_clock_max_mhz: int | None
+    driver: str
+    cuda_driver_api: str
+    cuda_runtime: str
+    cupy: str
+    nvrtc: str
+
+    @property
+    def slug(self) -> str:
+        return "-".join("".join(c if c.isalnum() else " " for c in self.name.lower()).split())
+
+    def env(self) -> dict:
+        """Everything a recorded number must carry so a reader can tell where it came from."""
+        return {**asdict(self), "cc": f"{self.cc[0]}.{self.cc[1]}",
+                "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def _smi(query: str) -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def device() -> Device | None:
+    """The first CUDA device, or None when there is none (or CuPy cannot reach one)."""
+    try:
+        import cupy
+        from cupy.cuda import nvrtc, runtime
+        if runtime.getDeviceCount() < 1:
+            return None
+        props = runtime.getDeviceProperties(0)
+        attr = runtime.deviceGetAttribute
+    except Exception:  # noqa: BLE001 - no driver, no device, no CuPy: all mean "no GPU here"
+        return None
+    smi = (_smi("driver_version,clocks.max.sm,clocks.max.mem") or ",,").split(",")
+    ver = lambda v: f"{v // 1000}.{v % 1000 // 10}"  # noqa: E731  12040 -> "12.4"
+    return Device(
+        name=props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"]),
+        cc=(props["major"], props["minor"]),
+        sms=props["multiProcessorCount"],
+        l2_bytes=props["l2CacheSize"],
+        smem_optin_bytes=attr(97, 0),  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+        sm_clock_max_mhz=int(smi[1]) if smi[1].strip().isdigit() else None,
+        mem_clock_max_mhz=int(smi[2]) if smi[2].strip().isdigit() else None,
+        driver=smi[0].strip() or "unknown",
+        cuda_driver_api=ver(runtime.driverGetVersion()),
+        cuda_runtime=ver(runtime.runtimeGetVersion()),
+        cupy=cupy.__version__,
+        nvrtc=".".join(map(str, nvrtc.getVersion())),
+    )
+
+
+def live() -> bool:
+    """True when numbers can be measured now: a GPU is present and replay was not forced."""
+    return os.environ.get(REPLAY_ENV, "") not in ("1", "true", "yes") and device() is not None
+
+
+def why_not_live(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
+    """One sentence saying why this work cannot run live here, or None when it can."""
+    if os.environ.get(REPLAY_ENV, "") in ("1", "true", "yes"):
+        return f"{REPLAY_ENV} is set, so recorded results are shown instead of measuring."
+    dev = device()
+    if dev is None:
+        return "No CUDA GPU is visible here, so recorded results are shown instead of measuring."
+    if dev.cc < tuple(needs_cc):
+        what = feature or f"compute capability {needs_cc[0]}.{needs_cc[1]}"
+        return (f"This rung needs {what}, which the {dev.name} (compute capability {dev.cc[0]}.{dev.cc[1]}) "
+                f"does not have, so its recorded results are shown instead.")
+    return None
+
+
+def require_live(needs_cc: tuple = (8, 0), feature: str = "") -> Device:
+    reason = why_not_live(needs_cc, feature)
+    if reason:
+        raise NoGPU(reason)
+    return device()

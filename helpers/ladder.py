@@ -1,0 +1,126 @@
+"""One row of the ladder table: check + bench + record when live, the recorded row when replaying."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from . import results
+from .bench import bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_l2_read
+from .check import check
+from .gpu import device, why_not_live
+from .registry import RUNGS, Rung, rung as _rung
+
+
+class NotRecorded(LookupError):
+    """Replay was asked for a measurement that was never recorded."""
+
+
+@dataclass(frozen=True)
+class Row:
+    rung: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    tflops: float
+    cublas_tflops: float
+    ratio: float          # a fraction: 0.87 means 87% of cuBLAS
+    correct: bool
+    rel_err: float
+    source: str           # "live" (measured in this process) or "recorded"
+    gpu: str
+    date: str
+
+    def json(self) -> dict:
+        d = asdict(self)
+        return d
+
+
+def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True) -> Row:
+    """Live: check on fresh data, time against cuBLAS, record. Replay: the recorded row, labelled so."""
+    r = _rung(r) if isinstance(r, str) else r
+    n, k = n or m, k or m
+    if why_not_live(r.needs_cc, r.arch):
+        return replay(r, m, n, k)
+    dev = device()
+    ok = check(r, m, n, k)
+    b = bench(r, m, n, k)
+    env = dev.env()
+    row = Row(r.id, m, n, k, r.dtype, b.kernel.tflops, b.cublas.tflops, b.ratio, ok.ok, ok.rel_err,
+              "live", dev.name, env["date"])
+    if save:
+        entry = {**row.json(), "ms": b.kernel.ms, "cublas_ms": b.cublas.ms, "launches": b.kernel.launches,
+                 "input_sets": b.input_sets, "env": env}
+        entry.pop("source")
+        results.record("gemm", results.gemm_key(r.id, m, n, k), entry, results.path_for(dev.slug))
+    return row
+
+
+def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None) -> Row:
+    r = _rung(r) if isinstance(r, str) else r
+    n, k = n or m, k or m
+    e = results.recorded_gemm(r.id, m, n, k)
+    if e is None:
+        raise NotRecorded(f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}; "
+                          f"run it on a GPU to measure it.")
+    return Row(r.id, m, n, k, e["dtype"], e["tflops"], e["cublas_tflops"], e["ratio"], e["correct"],
+               e["rel_err"], "recorded", e["gpu"], e["date"])
+
+
+CEILINGS = {
+    # id: (what it is, unit, how to measure it live)
+    "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
+    "l2_read": ("L2 read bandwidth", "TB/s", measure_l2_read),
+    "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
+    **{f"cublas_{dt}_{n}": (f"cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
+                            (lambda dt=dt, n=n: cublas_tflops(dt, n).tflops))
+       for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
+}
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    id: str
+    label: str
+    value: float
+    unit: str
+    source: str
+    gpu: str
+    date: str
+
+
+def ceiling(cid: str, save: bool = True) -> Ceiling:
+    """One of the machine's ceilings: measured now when live (and recorded), else the recorded value."""
+    label, unit, how = CEILINGS[cid]
+    if why_not_live() is None:
+        dev = device()
+        env = dev.env()
+        c = Ceiling(cid, label, float(how()), unit, "live", dev.name, env["date"])
+        if save:
+            results.record("ceilings", cid, {"label": label, "value": c.value, "unit": unit, "gpu": dev.name,
+                                             "date": c.date, "env": env}, results.path_for(dev.slug))
+        return c
+    e = results.recorded_ceiling(cid)
+    if e is None:
+        raise NotRecorded(f"ceiling {cid} was never recorded in {results.path_for()}; measure it on a GPU.")
+    return Ceiling(cid, label, e["value"], unit, "recorded", e["gpu"], e["date"])
+
+
+def recorded_ceilings() -> dict[str, Ceiling]:
+    """All ceilings from the results file, labelled as recorded."""
+    data = results.load()["ceilings"]
+    return {cid: Ceiling(cid, CEILINGS[cid][0] if cid in CEILINGS else e.get("label", cid), e["value"],
+                         e["unit"], "recorded", e["gpu"], e["date"]) for cid, e in data.items()}
+
+
+def rows(rung_ids=None, sizes=(4096,), progress=None) -> list[Row]:
+    """measure() over rungs x sizes, calling progress(i, total, label) before each one."""
+    chosen = [_rung(x) for x in rung_ids] if rung_ids else list(RUNGS)
+    todo = [(r, n) for n in sizes for r in chosen]
+    out = []
+    for i, (r, n) in enumerate(todo):
+        if progress:
+            progress(i, len(todo), f"{r.id} N={n}")
+        out.append(measure(r, n))
+    if progress:
+        progress(len(todo), len(todo), "done")
+    return out

@@ -1,0 +1,112 @@
+"""The two pictures of every chapter: the roofline and the TFLOP/s climb, plus a widget to explore them."""
+from __future__ import annotations
+
+import statistics
+
+import matplotlib
+
+import numpy as np
+
+from .registry import intensity, rung as _rung
+
+ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2", "tab:cyan")}
+PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak", "tab:green"),
+         "hgmma_peak": ("wgmma peak", "tab:red")}
+
+
+def _source_note(items) -> str:
+    srcs = {(x.source, x.gpu, x.date[:10]) for x in items}
+    if all(s[0] == "live" for s in srcs):
+        return f"measured now on {next(iter(srcs))[1]}" if srcs else ""
+    return "recorded on " + "; ".join(sorted({f"{g}, {d}" for _, g, d in srcs}))
+
+
+def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
+    """Bandwidth roofs (TB/s x FLOP/B) and compute peaks, with each row placed at its rung's intensity."""
+    import matplotlib.pyplot as plt
+    ax = ax or plt.subplots(figsize=(7.5, 4.8))[1]
+    x = np.logspace(-1.5, 3, 200)
+    peak_max = max([c.value for cid, c in ceilings.items() if cid in PEAKS] or [1.0])
+    for cid, (label, colour) in ROOFS.items():
+        if cid in ceilings:
+            bw = ceilings[cid].value
+            ax.plot(x, np.minimum(bw * x, peak_max), color=colour, lw=1.5,
+                    label=f"{label} {bw:.2f} TB/s x intensity")
+    for cid, (label, colour) in PEAKS.items():
+        if cid in ceilings:
+            ax.axhline(ceilings[cid].value, color=colour, ls="--", lw=1.2,
+                       label=f"{label} {ceilings[cid].value:.0f} TFLOP/s")
+    for row in rows:
+        ai = intensity(_rung(row.rung))
+        ax.scatter([ai], [row.tflops], zorder=3, s=30)
+        ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8)
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",
+           ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *rows])})")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
+def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb"):
+    """TFLOP/s per rung as bars, cuBLAS (same dtype, same run) as a reference line per dtype."""
+    import matplotlib.pyplot as plt
+    rows = list(rows)
+    ax = ax or plt.subplots(figsize=(7.5, 4.2))[1]
+    names = [r.rung for r in rows]
+    bars = ax.bar(names, [r.tflops for r in rows], color="tab:purple")
+    for bar, r in zip(bars, rows):
+        ax.annotate(f"{r.tflops:.1f}\n{r.ratio:.0%}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=7)
+    for dtype in sorted({r.dtype for r in rows}):
+        ref = statistics.median(r.cublas_tflops for r in rows if r.dtype == dtype)
+        ax.axhline(ref, color="black", ls="--", lw=1, label=f"cuBLAS {dtype.upper()} {ref:.1f} TFLOP/s")
+    for cid, (label, colour) in PEAKS.items():
+        if ceilings and cid in ceilings:
+            ax.axhline(ceilings[cid].value, color=colour, ls=":", lw=1, label=f"{label} (probe)")
+    sizes = sorted({r.n for r in rows})
+    ax.set(ylabel="TFLOP/s", title=f"{title}, N={'/'.join(map(str, sizes))}\n({_source_note(rows)})")
+    ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    ax.set_ylim(0, max([r.tflops for r in rows] + [r.cublas_tflops for r in rows]) * 1.25)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def save_climb(rows, ceilings, path) -> None:
+    import matplotlib.pyplot as plt
+    matplotlib.use("Agg", force=False)
+    ax = climb(rows, ceilings)
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=120)
+    plt.close(ax.figure)
+
+
+def explore(rows, ceilings: dict):
+    """Widgets: pick N and the rungs, redraw the climb and the roofline. Without a kernel the static
+    figures drawn just above this cell are what the book shows."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+    rows = list(rows)
+    sizes = sorted({r.n for r in rows})
+    names = list(dict.fromkeys(r.rung for r in rows))
+    size = w.Dropdown(options=sizes, value=sizes[0], description="N")
+    picked = w.SelectMultiple(options=names, value=tuple(names), description="rungs", rows=min(8, len(names)))
+    out = w.Output()
+
+    def redraw(*_):
+        with out:
+            out.clear_output(wait=True)
+            chosen = [r for r in rows if r.n == size.value and r.rung in picked.value]
+            if not chosen:
+                print("pick at least one rung")
+                return
+            fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
+            climb(chosen, ceilings, ax=a1)
+            roofline(ceilings, chosen, ax=a2)
+            fig.tight_layout()
+            plt.show()
+
+    size.observe(redraw, "value")
+    picked.observe(redraw, "value")
+    redraw()
+    display(w.VBox([w.HBox([size, picked]), out]))

@@ -1,0 +1,114 @@
+"""The ladder as data: one entry per rung. Chapters, tests, the CLI and the plots all iterate RUNGS.
+
+Tile sizes and thread counts are not repeated here: they live once, as `constexpr int` lines in the rung's
+`.cu` file, and `helpers.build` reads them from there. An entry only names which constants play which role.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+
+
+@dataclass(frozen=True)
+class Rung:
+    id: str                      # "<chapter>_<name>", e.g. "01_warptiled"
+    title: str                   # what the rung adds, in a few words
+    entry: str                   # the extern "C" __global__ function
+    dtype: str = "fp32"          # input dtype: fp32, fp16 or bf16 (accumulation is fp32 throughout)
+    arch: str = "sm_90a"         # what NVRTC compiles for
+    needs_cc: tuple = (8, 0)     # lowest compute capability that runs it
+    tile: tuple = ("BM", "BN")   # constexpr names of the block tile: grid = (ceil(N/BN), ceil(M/BM))
+    threads: str = "THREADS"     # constexpr name of the block size
+    divides: dict = field(default_factory=dict)   # {"M": "BM"}: M must be a multiple of the constexpr BM
+    sass_has: tuple = ()         # opcodes the chapter claims are in the SASS (prefix match)
+    sass_lacks: tuple = ()       # opcodes that must not be there
+    target: tuple | None = None  # (fraction of cuBLAS, N) the issue asks this rung to reach
+    reuse: tuple | None = ("BM", "BN")  # tile whose operands are loaded once per block; None: no reuse
+
+    @property
+    def chapter(self) -> str:
+        return self.id[:2]
+
+    @property
+    def path(self) -> Path:
+        return KERNELS / f"{self.id}.cu"
+
+
+_SIMT = dict(sass_has=("FFMA",), sass_lacks=("HMMA", "HGMMA", "LDL", "STL"))
+_TILED = {"M": "BM", "N": "BN", "K": "BK"}
+
+RUNGS: tuple[Rung, ...] = (
+    Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
+    Rung("01_coalesced", "lanes along columns: coalesced", "sgemm_coalesced", reuse=None, **_SIMT),
+    Rung("01_smem_tiled", "32x32 tiles staged in shared memory", "sgemm_smem_tiled",
+         sass_has=("FFMA", "LDS", "BAR.SYNC"), sass_lacks=_SIMT["sass_lacks"]),
+    Rung("01_blocktile_2d", "8x8 outputs per thread, 128x128 block tile", "sgemm_blocktile_2d",
+         divides=_TILED, **_SIMT),
+    Rung("01_vectorized", "16-byte global and shared loads", "sgemm_vectorized", divides=_TILED,
+         sass_has=("FFMA", "LDG.E.128", "LDS.128", "STG.E.128"), sass_lacks=_SIMT["sass_lacks"]),
+    Rung("01_warptiled", "warp tiles, conflict-free LDS.128, double buffer", "sgemm_warptiled",
+         divides=_TILED, sass_has=("FFMA", "LDG.E.128", "LDS.128", "STG.E.128"),
+         sass_lacks=_SIMT["sass_lacks"], target=(0.85, 4096)),
+)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A chapter-00 microbenchmark kernel: measures one ceiling of the machine."""
+    id: str
+    title: str
+    entry: str
+    file: str = "00_probes"
+    unit: str = "TB/s"
+    arch: str = "sm_90a"
+    needs_cc: tuple = (8, 0)
+    threads: str = "THREADS"
+    sass_has: tuple = ()
+
+    @property
+    def path(self) -> Path:
+        return KERNELS / f"{self.file}.cu"
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe("hbm_copy", "HBM copy bandwidth (read + write)", "probe_copy", sass_has=("LDG.E.128", "STG.E.128")),
+    Probe("l2_read", "L2 read bandwidth", "probe_l2_read", sass_has=("LDG.E.128",)),
+    Probe("ffma_peak", "FFMA issue peak", "probe_ffma", unit="TFLOP/s", sass_has=("FFMA",)),
+)
+
+
+def rung(rung_id: str) -> Rung:
+    """Look a rung up by id; an unknown id lists the ones that exist."""
+    for r in RUNGS:
+        if r.id == rung_id:
+            return r
+    raise KeyError(f"no rung named {rung_id!r}; the ladder has: {', '.join(r.id for r in RUNGS)}")
+
+
+def probe(probe_id: str) -> Probe:
+    for p in PROBES:
+        if p.id == probe_id:
+            return p
+    raise KeyError(f"no probe named {probe_id!r}; chapter 00 has: {', '.join(p.id for p in PROBES)}")
+
+
+def intensity(r: Rung) -> float:
+    """FLOP per byte of global loads implied by the tile shape (cache hits ignored).
+
+    A block that loads a [BM, K] slab of A and a [K, BN] slab of B once does 2*BM*BN*K FLOP on
+    (BM + BN)*K elements; without reuse every FMA loads its own two operands.
+    """
+    from .build import build
+    size = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]
+    if r.reuse is None:
+        return 2 / (2 * size)
+    c = build(r).consts
+    bm, bn = c[r.reuse[0]], c[r.reuse[1]]
+    return 2 * bm * bn / (size * (bm + bn))
+
+
+def chapter_rungs(chapter: str) -> tuple[Rung, ...]:
+    return tuple(r for r in RUNGS if r.chapter == chapter)

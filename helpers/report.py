@@ -1,0 +1,67 @@
+"""What a reader sees: the live/replay banner, the build summary, the ladder table."""
+from __future__ import annotations
+
+from . import results
+from .build import Build
+from .gpu import device, live, why_not_live
+
+WATCH = ("FFMA", "HMMA", "HGMMA", "LDS", "LDSM", "LDG", "LDGSTS", "STG", "STS", "UTMALDG", "SYNCS",
+         "BAR", "LDL", "STL")  # the opcode families a GEMM chapter talks about
+
+
+def recorded_env() -> dict | None:
+    """The environment of the newest entry in the results file (the GPU the book was recorded on)."""
+    data = results.load()
+    envs = [e["env"] for section in ("gemm", "ceilings") for e in data[section].values() if "env" in e]
+    return max(envs, key=lambda e: e["date"]) if envs else None
+
+
+def banner_text() -> str:
+    if live():
+        d = device()
+        return (f"LIVE: numbers below are measured now on {d.name} (driver {d.driver}, CUDA {d.cuda_driver_api}, "
+                f"CuPy {d.cupy}).")
+    env = recorded_env()
+    where = (f"{env['name']} on {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "
+             f"CuPy {env['cupy']})") if env else "nowhere yet (the results file is empty)"
+    return f"REPLAY: {why_not_live()} Numbers and plots below were recorded on {where}; none is measured now."
+
+
+def banner() -> None:
+    """Show the mode at the top of a chapter: a coloured box in Jupyter, a plain line elsewhere."""
+    text = banner_text()
+    try:
+        from IPython.display import HTML, display
+        colour = "#e6f4ea" if text.startswith("LIVE") else "#fff4e5"
+        display(HTML(f'<div style="background:{colour};padding:8px;border-left:4px solid #888">'
+                     f"<b>{text.split(':', 1)[0]}</b>:{text.split(':', 1)[1]}</div>"))
+    except ImportError:
+        print(text)
+
+
+def opcode_families(b: Build, entry: str | None = None) -> dict[str, int]:
+    """SASS counts grouped by the families in WATCH ('LDS' counts LDS and LDS.128, not LDSM)."""
+    inv = b.inventory(entry)
+    fam = lambda op: op.split(".")[0]  # noqa: E731
+    return {w: sum(n for op, n in inv.items() if fam(op) == w) for w in WATCH if any(fam(op) == w for op in inv)}
+
+
+def build_summary(b: Build, entry: str) -> str:
+    r = b.resources[entry]
+    fams = ", ".join(f"{k} {v}" for k, v in opcode_families(b, entry).items())
+    return (f"{entry} ({b.arch}): {r.registers} registers, {r.spill_stores + r.spill_loads} bytes spilled, "
+            f"{r.smem_static} B static shared memory, {r.barriers} barrier(s)\n  SASS: {fams}")
+
+
+HEADER = ("rung", "N", "dtype", "TFLOP/s", "cuBLAS", "ratio", "correct", "source")
+
+
+def table(rows) -> str:
+    """The ladder table as fixed-width text (same in a terminal, a notebook and the built book)."""
+    lines = ["{:<18} {:>6} {:>5} {:>8} {:>8} {:>7} {:>8}  {}".format(*HEADER)]
+    for r in rows:
+        n = str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}"
+        src = "live" if r.source == "live" else f"recorded {r.date[:10]}"
+        lines.append(f"{r.rung:<18} {n:>6} {r.dtype:>5} {r.tflops:8.2f} {r.cublas_tflops:8.2f} "
+                     f"{r.ratio:7.1%} {('yes' if r.correct else 'NO'):>8}  {src}")
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""Recorded measurements: results/<gpu>.json, written atomically under a lock, read back for replay."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from .registry import ROOT
+
+RESULTS = ROOT / "results"
+RESULTS_ENV = "GEMM_LADDER_RESULTS"          # point replay (or recording) at another file
+REFERENCE = "nvidia-h100-80gb-hbm3"          # the GPU the book's outputs were recorded on
+
+
+class ResultsError(RuntimeError):
+    """A results file exists but cannot be used; it is left exactly as it was."""
+
+
+def path_for(slug: str | None = None) -> Path:
+    if os.environ.get(RESULTS_ENV):
+        return Path(os.environ[RESULTS_ENV])
+    return RESULTS / f"{slug or REFERENCE}.json"
+
+
+def load(path: Path | None = None) -> dict:
+    """The recorded results, or an empty record if the file does not exist yet."""
+    path = path or path_for()
+    if not path.exists():
+        return {"ceilings": {}, "gemm": {}}
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} is not valid JSON ({e}); fix or move it away. It was not changed.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("gemm", {}), dict):
+        raise ResultsError(f"{path} does not look like a results file (no 'gemm' table); it was not changed.")
+    data.setdefault("ceilings", {})
+    data.setdefault("gemm", {})
+    return data
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two notebooks recording at once take turns here
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def record(section: str, key: str, entry: dict, path: Path | None = None) -> Path:
+    """Merge one entry into results/<gpu>.json: read, update, write to a temp file, rename over."""
+    path = path or path_for()
+    with _locked(path):
+        data = load(path)  # raises, before anything is written, if the file is unreadable
+        data.setdefault(section, {})[key] = entry
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    return path
+
+
+def gemm_key(rung_id: str, m: int, n: int, k: int) -> str:
+    return f"{rung_id}@{m}x{n}x{k}"
+
+
+def recorded_gemm(rung_id: str, m: int, n: int, k: int, path: Path | None = None) -> dict | None:
+    return load(path)["gemm"].get(gemm_key(rung_id, m, n, k))
+
+
+def recorded_ceiling(ceiling_id: str, path: Path | None = None) -> dict | None:
+    return load(path)["ceilings"].get(ceiling_id)
