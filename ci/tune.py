@@ -1,0 +1,37 @@
+"""Try variants of a rung's constexpr configuration at N=4096 against cuBLAS (same run). Not a test.
+
+    python ci/tune.py   -> one line per variant: TFLOP/s, % of cuBLAS, registers, correctness
+"""
+import re
+import sys
+
+from helpers import bench, build, check, rung
+from helpers.check import function
+
+VARIANTS = {
+    "01_warptiled": [{}, {"BK": 16}, {"WM": 64, "WN": 32}, {"BK": 16, "WM": 64, "WN": 32}],
+}
+
+
+def variant(src: str, changes: dict) -> str:
+    for name, value in changes.items():
+        src, n = re.subn(rf"^(constexpr int {name} = )\d+;", rf"\g<1>{value};", src, flags=re.M)
+        assert n == 1, name
+    return src
+
+
+def main(n: int = 4096) -> None:
+    for rid, variants in VARIANTS.items():
+        r = rung(rid)
+        for changes in variants:
+            src = variant(r.path.read_text(), changes)
+            fn = function(r, source=src)
+            ok = check(r, 1024, fn=fn)
+            res = bench(r, n, fn=fn)
+            regs = build(r, source=src).resources[r.entry].registers
+            print(f"{rid} {changes or 'as committed'}: {res.kernel.tflops:.2f} TFLOP/s, cuBLAS {res.cublas.tflops:.2f}, "
+                  f"{res.ratio:.1%}, {regs} regs, {'correct' if ok.ok else 'WRONG'} ({ok.rel_err:.1e})", flush=True)
+
+
+if __name__ == "__main__":
+    main(*map(int, sys.argv[1:]))

@@ -1,0 +1,89 @@
+"""Every registered kernel compiles for its arch with no GPU, and its SASS holds what its chapter claims."""
+import pytest
+
+from helpers import PROBES, RUNGS, CompileError, build, opcode_families
+from helpers.build import parse_ptxas, read_consts, sass_inventory
+
+
+@pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
+def test_rung_sass_claims(r):
+    b = build(r)
+    inv = b.inventory(r.entry)
+    assert sum(inv.values()) > 0, f"no SASS found for {r.entry}"
+    for op in r.sass_has:
+        assert b.count(op, r.entry) > 0, f"{r.id} claims {op} but its SASS has none: {inv.most_common(8)}"
+    for op in r.sass_lacks:
+        assert b.count(op, r.entry) == 0, f"{r.id} must not contain {op}"
+    res = b.resources[r.entry]
+    assert res.spill_stores == res.spill_loads == 0, f"{r.id} spills to local memory"
+    assert res.stack_bytes == 0
+
+
+@pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
+def test_rung_geometry_constants(r):
+    c = build(r).consts
+    for name in (*r.tile, r.threads, *r.divides.values()):
+        assert name in c, f"{r.id}: constexpr {name} not found in {r.path.name}"
+    assert c[r.threads] <= 1024
+
+
+def test_register_blocked_rungs_unroll_a_whole_tile_of_ffma():
+    # The point of register blocking: one unrolled k-tile is BK*TM*TN FFMAs, the most common opcode.
+    for rid in ("01_blocktile_2d", "01_vectorized", "01_warptiled"):
+        r = next(x for x in RUNGS if x.id == rid)
+        b = build(r)
+        inv = b.inventory(r.entry)
+        c = b.consts
+        assert inv.most_common(1)[0][0] == "FFMA", (rid, inv.most_common(5))
+        assert inv["FFMA"] >= c["BK"] * c["TM"] * c["TN"], (rid, inv["FFMA"])
+
+
+def test_vectorized_rungs_use_wide_loads_only_where_claimed():
+    fams = {r.id: build(r).count("LDS.128", r.entry) for r in RUNGS}
+    assert fams["01_warptiled"] > 0 and fams["01_vectorized"] > 0
+    assert build("01_naive").count("LDS", "sgemm_naive") == 0
+
+
+@pytest.mark.parametrize("p", PROBES, ids=lambda p: p.id)
+def test_probe_sass(p):
+    b = build(p)
+    for op in p.sass_has:
+        assert b.count(op, p.entry) > 0, (p.id, op)
+
+
+def test_compile_error_names_the_line():
+    r = RUNGS[0]
+    broken = r.path.read_text().replace("acc += A[", "acc += undefined_thing + A[", 1)
+    with pytest.raises(CompileError) as e:
+        build(r, source=broken)
+    line = next(i for i, l in enumerate(broken.splitlines(), 1) if "undefined_thing" in l)
+    assert f"line {line}" in str(e.value)
+    assert "undefined_thing" in str(e.value).splitlines()[1]
+
+
+def test_cache_is_keyed_by_source_and_options():
+    r = RUNGS[0]
+    a = build(r)
+    assert build(r).cubin == a.cubin  # same source, same options: the cached cubin
+    assert build(r, options=("-DUNUSED=1",)).cubin != a.cubin
+    assert build(r, source=r.path.read_text() + "\n// edited\n").cubin != a.cubin
+
+
+def test_read_consts_evaluates_in_order():
+    src = "constexpr int BM = 128;\nconstexpr int TM = 8;  // rows\nconstexpr int T = (BM / TM) * 2;\n"
+    assert read_consts(src) == {"BM": 128, "TM": 8, "T": 32}
+
+
+def test_parse_ptxas_and_inventory_on_known_text():
+    log = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+           "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+           "ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem\n")
+    res = parse_ptxas(log)["k"]
+    assert (res.registers, res.spill_stores, res.smem_static, res.barriers) == (40, 4, 4096, 1)
+    sass = "        /*0010*/                   FFMA R1, R2, R3, R4 ;\n        /*0020*/               @!P0 LDS.128 R4, [R2] ;\n"
+    assert sass_inventory(sass) == {"FFMA": 1, "LDS.128": 1}
+
+
+def test_opcode_families_groups_modifiers():
+    fams = opcode_families(build("01_vectorized"), "sgemm_vectorized")
+    assert fams["LDS"] >= 32 and fams["FFMA"] == 512 and "HMMA" not in fams

@@ -1,0 +1,78 @@
+"""GPU tests: every rung on many shapes, numba twins on CuPy arrays, and the probes. Skipped without a GPU."""
+import numpy as np
+import pytest
+
+from helpers import RUNGS, ShapeError, check, rung
+from helpers.check import validate
+
+pytestmark = pytest.mark.gpu
+
+# Square, non-square, tile-edge (one tile, tile+1, odd) and K-only-odd shapes.
+SHAPES = [(128, 128, 8), (256, 128, 64), (128, 384, 136), (512, 256, 1024), (1024, 1024, 1024),
+          (129, 130, 131), (1, 1, 1), (33, 65, 17), (4096, 128, 256), (640, 1152, 72), (2048, 2048, 2056),
+          (127, 255, 9)]
+
+
+@pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_rung_correct_or_refused(r, shape):
+    try:
+        validate(r, *shape)
+    except ShapeError as e:
+        assert str(e).count(".") >= 1 and r.divides, "only tiled rungs may refuse shapes"
+        with pytest.raises(ShapeError):
+            check(r, *shape)  # refused again before any launch
+        return
+    res = check(r, *shape)
+    assert res.all_finite, f"{res}: NaN left in C (an element was never written)"
+    assert res.ok, str(res)
+
+
+def test_each_tiled_rung_accepts_at_least_ten_shapes():
+    for r in RUNGS:
+        ok = 0
+        for shape in SHAPES:
+            try:
+                validate(r, *shape)
+                ok += 1
+            except ShapeError:
+                pass
+        assert ok >= 7 or not r.divides, (r.id, ok)
+
+
+def test_wrong_dtype_is_refused_before_launch():
+    import cupy as cp
+    from helpers import launch
+    a = cp.ones((128, 128), cp.float64)
+    with pytest.raises(ShapeError, match="fp32"):
+        launch("01_warptiled", a, a, cp.empty((128, 128), cp.float32))
+
+
+@pytest.mark.parametrize("name", ["01_naive", "01_smem_tiled"])
+@pytest.mark.parametrize("shape", [(256, 192, 160), (97, 33, 65)])
+def test_numba_twin_on_cupy_arrays(name, shape):
+    import cupy as cp
+    from helpers.numba_simt import TWINS, run
+    m, n, k = shape
+    a = cp.random.standard_normal((m, k), dtype=cp.float32)
+    b = cp.random.standard_normal((k, n), dtype=cp.float32)
+    c = cp.full((m, n), cp.nan, cp.float32)
+    run(TWINS[name], a, b, c)
+    ref = a.astype(cp.float64) @ b.astype(cp.float64)
+    assert bool(cp.isfinite(c).all())
+    assert float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)) < 1e-5
+
+
+def test_probes_measure_plausible_ceilings():
+    from helpers.bench import measure_ffma_peak, measure_hbm_copy, measure_l2_read
+    hbm, l2, ffma = measure_hbm_copy(0.5), measure_l2_read(), measure_ffma_peak(1 << 12)
+    assert 0.5 < hbm < l2, (hbm, l2)  # L2 must beat HBM, or the L2 probe is measuring HBM
+    assert ffma > 1.0
+
+
+def test_bench_reports_consistent_ratio():
+    from helpers import bench
+    b = bench("01_warptiled", 1024)
+    assert b.kernel.tflops > 0 and b.cublas.tflops > 0
+    assert b.ratio == pytest.approx(b.kernel.tflops / b.cublas.tflops)
+    assert b.input_sets >= 2

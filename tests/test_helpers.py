@@ -1,0 +1,118 @@
+"""CPU-side unit tests of the helpers: registry, shape refusal, results file, replay, CLI."""
+import json
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import RUNGS, ShapeError, intensity, rung
+from helpers import results
+from helpers.check import CheckResult, validate
+from helpers.registry import ROOT
+
+
+def test_registry_ids_and_files():
+    ids = [r.id for r in RUNGS]
+    assert len(ids) == len(set(ids))
+    for r in RUNGS:
+        assert r.id[:2].isdigit() and r.id[2] == "_", r.id
+        assert r.path.exists(), r.path
+        assert f'extern "C" __global__' in r.path.read_text() and r.entry in r.path.read_text()
+    with pytest.raises(KeyError, match="01_naive"):
+        rung("01_nope")
+
+
+def test_every_rung_header_names_its_rung():
+    for r in RUNGS:
+        assert r.path.read_text().startswith(f"// Rung {r.id}:"), r.id
+
+
+@pytest.mark.parametrize("shape", [(4097, 4096, 4096), (4096, 100, 4096), (128, 128, 12)])
+def test_tiled_rungs_refuse_shapes_before_launch(shape):
+    with pytest.raises(ShapeError, match="multiples of"):
+        validate(rung("01_warptiled"), *shape)
+
+
+def test_untiled_rungs_accept_any_shape():
+    validate(rung("01_naive"), 4097, 3, 1)
+    with pytest.raises(ShapeError, match="positive"):
+        validate(rung("01_naive"), 0, 3, 1)
+    with pytest.raises(ShapeError, match="2\\^31"):
+        validate(rung("01_naive"), 1 << 16, 1 << 16, 8)
+
+
+def test_check_result_never_passes_nan():
+    assert not CheckResult("x", 1, 1, 1, float("inf"), 1e-4, False).ok
+    assert not CheckResult("x", 1, 1, 1, 1e-6, 1e-4, False).ok
+    assert not CheckResult("x", 1, 1, 1, 2e-4, 1e-4, True).ok
+    assert CheckResult("x", 1, 1, 1, 1e-6, 1e-4, True).ok
+
+
+def test_intensity_grows_with_the_tile():
+    assert intensity(rung("01_naive")) == pytest.approx(0.25)
+    assert intensity(rung("01_smem_tiled")) == pytest.approx(8.0)       # 2*32*32 / (4*64)
+    assert intensity(rung("01_warptiled")) == pytest.approx(32.0)       # 2*128*128 / (4*256)
+
+
+def test_record_roundtrip_and_unreadable_file_is_kept(tmp_results):
+    results.record("gemm", "01_naive@8x8x8", {"tflops": 1.0})
+    results.record("ceilings", "hbm_copy", {"value": 3.0})
+    data = json.loads(tmp_results.read_text())
+    assert data["gemm"]["01_naive@8x8x8"] == {"tflops": 1.0} and data["ceilings"]["hbm_copy"]["value"] == 3.0
+    tmp_results.write_text("{ not json")
+    with pytest.raises(results.ResultsError, match="not valid JSON"):
+        results.record("gemm", "x", {})
+    assert tmp_results.read_text() == "{ not json"  # never overwritten silently
+
+
+def _writer(path, worker, count):
+    os.environ["GEMM_LADDER_RESULTS"] = path
+    for i in range(count):
+        results.record("gemm", f"w{worker}-{i}", {"i": i})
+
+
+def test_concurrent_writers_lose_nothing(tmp_results):
+    procs = [mp.Process(target=_writer, args=(str(tmp_results), w, 25)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    data = json.loads(tmp_results.read_text())
+    assert len(data["gemm"]) == 75
+
+
+def _cli(*args, env_extra=None):
+    env = {**os.environ, "GEMM_LADDER_REPLAY": "1", **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "helpers", "ladder", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_replays_recorded_results_as_json(tmp_path):
+    out = _cli("--json", "--plot", str(tmp_path / "climb.png"))
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [r["rung"] for r in rows] == [r.id for r in RUNGS]
+    for row in rows:
+        assert set(row) == {"rung", "n", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu"}
+        assert row["source"] == "recorded" and row["n"] == 4096 and 0 < row["ratio"] < 5
+        assert row["ratio"] == pytest.approx(row["tflops"] / row["cublas_tflops"], rel=1e-6)
+    assert "REPLAY" in out.stderr and (tmp_path / "climb.png").stat().st_size > 10_000
+
+
+def test_cli_table_and_clear_errors(tmp_path):
+    out = _cli("--rungs", "01_warptiled", "--plot", "")
+    assert out.returncode == 0 and "01_warptiled" in out.stdout and "recorded" in out.stdout
+    bad = _cli("--rungs", "01_nope")
+    assert bad.returncode != 0 and "no rung named '01_nope'" in bad.stderr
+    missing = _cli("--n", "123", "--plot", "")
+    assert missing.returncode == 1 and "never recorded" in missing.stderr
+
+
+def test_broken_results_file_gives_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    out = _cli("--plot", "", env_extra={"GEMM_LADDER_RESULTS": str(bad)})
+    assert out.returncode != 0 and "not valid JSON" in out.stderr and bad.read_text() == "[1, 2"
