@@ -9,7 +9,8 @@ from helpers import bench, build, check, rung
 from helpers.check import function
 
 VARIANTS = {
-    "01_warptiled": [{}, {"BK": 16}, {"WM": 64, "WN": 32}, {"BK": 16, "WM": 64, "WN": 32}],
+    "01_warptiled": [{}, {"BK": 16}, {"WM": 64, "WN": 32, "LANES_M": 8, "LANES_N": 4},
+                     {"BK": 16, "WM": 64, "WN": 32, "LANES_M": 8, "LANES_N": 4}],
 }
 
 
