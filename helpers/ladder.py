@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from . import results
-from .bench import bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_l2_read
+from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_l2_read,
+                    sm_clock_under_load)
 from .check import check
 from .gpu import device, why_not_live
 from .registry import RUNGS, Rung, rung as _rung
@@ -74,6 +75,8 @@ CEILINGS = {
     **{f"cublas_{dt}_{n}": (f"cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
                             (lambda dt=dt, n=n: cublas_tflops(dt, n).tflops))
        for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
+    "sm_clock_bf16_load": ("SM clock under cuBLAS BF16 load", "MHz", lambda: sm_clock_under_load("bf16")),
+    "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
 }
 
 
@@ -86,6 +89,10 @@ class Ceiling:
     source: str
     gpu: str
     date: str
+
+    def __str__(self) -> str:
+        where = "measured now" if self.source == "live" else f"recorded on {self.gpu}, {self.date[:10]}"
+        return f"{self.label}: {self.value:,.2f} {self.unit}  [{where}]"
 
 
 def ceiling(cid: str, save: bool = True) -> Ceiling:

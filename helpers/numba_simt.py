@@ -4,7 +4,12 @@ CUDA simulator (NUMBA_ENABLE_CUDASIM=1) on NumPy arrays, which is how CI proves 
 """
 from __future__ import annotations
 
-from numba import cuda, float32
+import numpy as np
+
+if not hasattr(np, "row_stack"):  # numba-cuda 0.30 still registers np.row_stack, which NumPy 2.5 removed
+    np.row_stack = np.vstack
+
+from numba import cuda, float32  # noqa: E402
 
 TILE = 32  # same block tile as the .cu twins
 
@@ -53,3 +58,35 @@ def run(kernel, A, B, C) -> None:
 
 
 TWINS = {"01_naive": sgemm_naive, "01_smem_tiled": sgemm_smem_tiled}
+
+
+def compare(n: int = 2048, save: bool = True) -> list[dict]:
+    """Each twin against its .cu rung on the same GPU and inputs: TFLOP/s of both, and correctness.
+    Live when a GPU is present (and recorded); otherwise the recorded comparison."""
+    from . import results
+    from .bench import _median_ms
+    from .check import function, geometry, random_inputs, reference
+    from .gpu import device, why_not_live
+    from .registry import rung
+    if why_not_live():
+        return [e for key, e in sorted(results.load().get("numba", {}).items()) if key.endswith(f"@{n}")]
+    import cupy as cp
+    out = []
+    for rid, twin in TWINS.items():
+        a, b = random_inputs("fp32", n, n, n)
+        c = cp.full((n, n), cp.nan, cp.float32)
+        run(twin, a, b, c)  # first call compiles the twin; also the correctness run
+        ref = reference(a, b)
+        err = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)) if bool(cp.isfinite(c).all()) else float("inf")
+        r = rung(rid)
+        fn, (grid, block, smem) = function(r), geometry(r, n, n)
+        ms_numba = _median_ms(lambda: run(twin, a, b, c), repeats=5)
+        ms_cu = _median_ms(lambda: fn(grid, block, (a, b, c, *(np.int32(n),) * 3), shared_mem=smem), repeats=5)
+        dev = device()
+        env = dev.env()
+        row = {"twin": rid, "n": n, "numba_tflops": 2 * n**3 / ms_numba / 1e9, "cu_tflops": 2 * n**3 / ms_cu / 1e9,
+               "rel_err": err, "correct": err < 1e-4, "gpu": dev.name, "date": env["date"], "source": "live"}
+        if save:
+            results.record("numba", f"{rid}@{n}", {**row, "source": "recorded", "env": env}, results.path_for(dev.slug))
+        out.append(row)
+    return out

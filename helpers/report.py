@@ -65,3 +65,55 @@ def table(rows) -> str:
         lines.append(f"{r.rung:<18} {n:>6} {r.dtype:>5} {r.tflops:8.2f} {r.cublas_tflops:8.2f} "
                      f"{r.ratio:7.1%} {('yes' if r.correct else 'NO'):>8}  {src}")
     return "\n".join(lines)
+
+
+def _display_code(text: str, language: str) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import Code, display
+        if get_ipython() is not None:
+            display(Code(text, language=language))
+            return
+    except ImportError:
+        pass
+    print(text)
+
+
+def _function_text(source: str, entry: str) -> str:
+    """From `extern "C" __global__ ... entry(` to the closing brace at column 0."""
+    lines = source.splitlines()
+    start = next(i for i, line in enumerate(lines) if f" {entry}(" in line or line.startswith(f"{entry}("))
+    while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith("}"):
+        start -= 1
+    end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+    return "\n".join(lines[start:end + 1])
+
+
+def show_source(item, entry: str | None = None) -> None:
+    """Show a rung's or probe's .cu file, or just one kernel of it, highlighted."""
+    from .registry import probe, rung
+    if isinstance(item, str):
+        item = rung(item) if item[:2].isdigit() else probe(item)
+    text = item.path.read_text()
+    _display_code(_function_text(text, entry) if entry else text, "cuda")
+
+
+def show_diff(before: str, after: str) -> None:
+    """The lesson of a rung: the unified diff of its .cu against the previous rung's."""
+    import difflib
+    from .registry import rung
+    a, b = rung(before), rung(after)
+    diff = difflib.unified_diff(a.path.read_text().splitlines(), b.path.read_text().splitlines(),
+                                f"kernels/{a.path.name}", f"kernels/{b.path.name}", n=2, lineterm="")
+    _display_code("\n".join(diff), "diff")
+
+
+def sass_claims(r) -> str:
+    """The registry's SASS claims for a rung, checked against the cubin: stable across compiler versions."""
+    from .build import build as _build
+    b = _build(r)
+    parts = [f"{op} {'yes' if b.count(op, r.entry) else 'MISSING'}" for op in r.sass_has]
+    parts += [f"no {op} {'yes' if not b.count(op, r.entry) else 'FOUND'}" for op in r.sass_lacks]
+    res = b.resources[r.entry]
+    parts.append(f"spills {res.spill_stores + res.spill_loads} B")
+    return f"{r.id}: " + ", ".join(parts)

@@ -1,7 +1,7 @@
 // Rung 01_naive: FP32 SIMT baseline, step 1 of 6.
 // Builds on: nothing. One thread computes one element of C with a dot product straight out of global memory.
 // The mapping is deliberately the "obvious" one: consecutive threads walk DOWN a column of C, so a warp's
-// 32 loads of B hit 32 different rows and its 32 stores of C hit 32 different rows (no coalescing).
+// 32 loads of A[row, k] sit K floats apart (32 separate transactions) and so do its 32 stores of C.
 // New PTX: none.  Requires: any CUDA GPU (built for sm_90a here).
 //
 // C[M,N] = A[M,K] @ B[K,N], fp32, row-major, any M, N, K.
