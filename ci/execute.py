@@ -14,6 +14,7 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+CELL_TIMEOUT_S = 150  # a hung cell fails the chapter, with the outputs so far kept, instead of stalling the run
 
 
 def main(paths) -> int:
@@ -25,7 +26,7 @@ def main(paths) -> int:
         nb = nbformat.read(path, as_version=4)
         t0 = time.time()
         try:
-            NotebookClient(nb, timeout=600, kernel_name="python3",
+            NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                            resources={"metadata": {"path": str(path.parent)}}).execute()
         except Exception as e:  # noqa: BLE001 - keep going so one chapter's failure loses no other output
             failed += 1
