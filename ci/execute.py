@@ -1,20 +1,40 @@
-"""Execute chapter notebooks in place, cold (a fresh kernel each), and report each one's wall time.
+"""Execute chapter notebooks in place, each cold in a fresh kernel and a fresh process, and time them.
 
-    python ci/execute.py chapters/00_the_machine.ipynb ...      (default: every chapter)
+    python ci/execute.py [chapters/00_the_machine.ipynb ...]      (default: every chapter)
 
 The executed outputs are what the static book shows, so this runs on the H100. Each chapter's time is
 written to results/execution.json for the book's status page.
 """
+import datetime as dt
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-
 ROOT = Path(__file__).resolve().parent.parent
-CELL_TIMEOUT_S = 150  # a hung cell fails the chapter, with the outputs so far kept, instead of stalling the run
+CELL_TIMEOUT_S = 150     # a hung cell fails the chapter, with the outputs so far kept
+CHAPTER_TIMEOUT_S = 400  # and a hung kernel start or shutdown cannot stall the whole run
+
+
+def execute_one(path: Path) -> None:
+    """Run in a child process: one notebook, one kernel, outputs written even if a cell fails."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    t0 = time.time()
+    try:
+        NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        t1 = time.time()
+        nbformat.write(nb, path)
+        stamps = [c.metadata.get("execution", {}) for c in nb.cells if c.cell_type == "code"]
+        stamps = [s for s in stamps if "iopub.execute_input" in s]
+        if stamps:
+            ts = lambda s: dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()  # noqa: E731
+            first, last = ts(stamps[0]["iopub.execute_input"]), ts(stamps[-1]["shell.execute_reply"])
+            print(f"  kernel start {first - t0:.1f} s, cells {last - first:.1f} s, shutdown {t1 - last:.1f} s")
 
 
 def main(paths) -> int:
@@ -23,16 +43,16 @@ def main(paths) -> int:
     timings = json.loads(timings_file.read_text()) if timings_file.exists() else {}
     failed = 0
     for path in paths:
-        nb = nbformat.read(path, as_version=4)
         t0 = time.time()
         try:
-            NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
-        except Exception as e:  # noqa: BLE001 - keep going so one chapter's failure loses no other output
-            failed += 1
-            print(f"FAILED {path}: {type(e).__name__}: {str(e)[-2000:]}", flush=True)
+            rc = subprocess.run([sys.executable, __file__, "--one", str(path)], timeout=CHAPTER_TIMEOUT_S).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
         seconds = time.time() - t0
-        nbformat.write(nb, path)  # written even on failure: the traceback is in the cell, for reading
+        if rc != 0:
+            failed += 1
+            print(f"FAILED {path} ({rc})", flush=True)
+            continue
         timings[path.stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         print(f"{path} executed cold in {seconds:.1f} s", flush=True)
     timings_file.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
@@ -40,4 +60,7 @@ def main(paths) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if sys.argv[1:2] == ["--one"]:
+        execute_one(Path(sys.argv[2]))
+    else:
+        sys.exit(main(sys.argv[1:]))
