@@ -35,6 +35,9 @@ def execute_one(path: Path) -> None:
             ts = lambda s: dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()  # noqa: E731
             first, last = ts(stamps[0]["iopub.execute_input"]), ts(stamps[-1]["shell.execute_reply"])
             print(f"  kernel start {first - t0:.1f} s, cells {last - first:.1f} s, shutdown {t1 - last:.1f} s")
+            for i, s in enumerate(stamps):
+                if ts(s["shell.execute_reply"]) - ts(s["iopub.execute_input"]) > 3:
+                    print(f"  slow code cell {i}: {ts(s['shell.execute_reply']) - ts(s['iopub.execute_input']):.1f} s")
 
 
 def main(paths) -> int:
