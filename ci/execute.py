@@ -36,8 +36,10 @@ def execute_one(path: Path) -> None:
             first, last = ts(stamps[0]["iopub.execute_input"]), ts(stamps[-1]["shell.execute_reply"])
             print(f"  kernel start {first - t0:.1f} s, cells {last - first:.1f} s, shutdown {t1 - last:.1f} s")
             for i, s in enumerate(stamps):
-                if ts(s["shell.execute_reply"]) - ts(s["iopub.execute_input"]) > 3:
-                    print(f"  slow code cell {i}: {ts(s['shell.execute_reply']) - ts(s['iopub.execute_input']):.1f} s")
+                run = ts(s["shell.execute_reply"]) - ts(s["iopub.execute_input"])
+                gap = ts(s["iopub.execute_input"]) - ts(stamps[i - 1]["shell.execute_reply"]) if i else 0.0
+                if run > 3 or gap > 2:
+                    print(f"  code cell {i}: ran {run:.1f} s after a {gap:.1f} s wait")
 
 
 def main(paths) -> int:
