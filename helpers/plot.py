@@ -81,8 +81,11 @@ def save_climb(rows, ceilings, path) -> None:
 
 
 def explore(rows, ceilings: dict):
-    """Widgets: pick N and the rungs, redraw the climb and the roofline. Without a kernel the static
-    figures drawn just above this cell are what the book shows."""
+    """Widgets: pick N and the rungs, and the climb and the roofline are redrawn below them.
+
+    Nothing is drawn at display time: the static figures above the widget are what the built book shows,
+    and drawing into an Output widget while a notebook is executed headless stalls nbclient.
+    """
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import display
@@ -91,6 +94,7 @@ def explore(rows, ceilings: dict):
     names = list(dict.fromkeys(r.rung for r in rows))
     size = w.Dropdown(options=sizes, value=sizes[0], description="N")
     picked = w.SelectMultiple(options=names, value=tuple(names), description="rungs", rows=min(8, len(names)))
+    hint = w.HTML("<i>Change N or the selected rungs to redraw the climb and the roofline here.</i>")
     out = w.Output()
 
     def redraw(*_):
@@ -108,5 +112,4 @@ def explore(rows, ceilings: dict):
 
     size.observe(redraw, "value")
     picked.observe(redraw, "value")
-    redraw()
-    display(w.VBox([w.HBox([size, picked]), out]))
+    display(w.VBox([w.HBox([size, picked]), hint, out]))
