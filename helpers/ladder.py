@@ -91,7 +91,8 @@ class Ceiling:
     date: str
 
     def __str__(self) -> str:
-        where = "measured now" if self.source == "live" else f"recorded on {self.gpu}, {self.date[:10]}"
+        how = "measured live" if self.source == "live" else "recorded"
+        where = f"{how} on {self.gpu}, {self.date}"
         return f"{self.label}: {self.value:,.2f} {self.unit}  [{where}]"
 
 

@@ -16,9 +16,10 @@ PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak"
 
 def _source_note(items) -> str:
     srcs = {(x.source, x.gpu, x.date[:10]) for x in items}
-    if all(s[0] == "live" for s in srcs):
-        return f"measured now on {next(iter(srcs))[1]}" if srcs else ""
-    return "recorded on " + "; ".join(sorted({f"{g}, {d}" for _, g, d in srcs}))
+    live = sorted({f"{g}, {d}" for s, g, d in srcs if s == "live"})
+    recorded = sorted({f"{g}, {d}" for s, g, d in srcs if s != "live"})
+    return "; ".join(([f"measured live on {', '.join(live)}"] if live else [])
+                     + ([f"recorded on {'; '.join(recorded)}"] if recorded else []))
 
 
 def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
@@ -48,25 +49,31 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
 
 
 def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb"):
-    """TFLOP/s per rung as bars, cuBLAS (same dtype, same run) as a reference line per dtype."""
+    """TFLOP/s per rung as bars (one bar per size), cuBLAS (same dtype, same run) as a line per dtype."""
     import matplotlib.pyplot as plt
     rows = list(rows)
     ax = ax or plt.subplots(figsize=(7.5, 4.2))[1]
-    names = [r.rung for r in rows]
-    bars = ax.bar(names, [r.tflops for r in rows], color="tab:purple")
-    for bar, r in zip(bars, rows):
-        ax.annotate(f"{r.tflops:.1f}\n{r.ratio:.0%}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    ha="center", va="bottom", fontsize=7)
+    names = list(dict.fromkeys(r.rung for r in rows))
+    sizes = sorted({r.n for r in rows})
+    width = 0.8 / len(sizes)
+    for j, n in enumerate(sizes):
+        at = {r.rung: r for r in rows if r.n == n}
+        xs = [i + (j - (len(sizes) - 1) / 2) * width for i, name in enumerate(names) if name in at]
+        picked = [at[name] for name in names if name in at]
+        bars = ax.bar(xs, [r.tflops for r in picked], width=width, label=f"N={n}")
+        for bar, r in zip(bars, picked):
+            ax.annotate(f"{r.tflops:.1f}\n{r.ratio:.0%}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center", va="bottom", fontsize=7)
     for dtype in sorted({r.dtype for r in rows}):
         ref = statistics.median(r.cublas_tflops for r in rows if r.dtype == dtype)
         ax.axhline(ref, color="black", ls="--", lw=1, label=f"cuBLAS {dtype.upper()} {ref:.1f} TFLOP/s")
     for cid, (label, colour) in PEAKS.items():
         if ceilings and cid in ceilings:
             ax.axhline(ceilings[cid].value, color=colour, ls=":", lw=1, label=f"{label} (probe)")
-    sizes = sorted({r.n for r in rows})
-    ax.set(ylabel="TFLOP/s", title=f"{title}, N={'/'.join(map(str, sizes))}\n({_source_note(rows)})")
+    ax.set_xticks(range(len(names)), names)
+    ax.set(ylabel="TFLOP/s (bar labels: TFLOP/s and % of cuBLAS)", title=f"{title}\n({_source_note(rows)})")
     ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    ax.set_ylim(0, max([r.tflops for r in rows] + [r.cublas_tflops for r in rows]) * 1.25)
+    ax.set_ylim(0, max([r.tflops for r in rows] + [r.cublas_tflops for r in rows]) * 1.3)
     ax.legend(fontsize=8, loc="upper left")
     return ax
 

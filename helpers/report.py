@@ -19,8 +19,8 @@ def recorded_env() -> dict | None:
 def banner_text() -> str:
     if live():
         d = device()
-        return (f"LIVE: numbers below are measured now on {d.name} (driver {d.driver}, CUDA {d.cuda_driver_api}, "
-                f"CuPy {d.cupy}).")
+        return (f"LIVE: numbers below are measured when each cell runs, here on {d.name} (driver {d.driver}, "
+                f"CUDA {d.cuda_driver_api}, CuPy {d.cupy}); this run started {d.env()['date']}.")
     env = recorded_env()
     where = (f"{env['name']} on {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "
              f"CuPy {env['cupy']})") if env else "nowhere yet (the results file is empty)"
@@ -61,7 +61,7 @@ def table(rows) -> str:
     lines = ["{:<18} {:>6} {:>5} {:>8} {:>8} {:>7} {:>8}  {}".format(*HEADER)]
     for r in rows:
         n = str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}"
-        src = "live" if r.source == "live" else f"recorded {r.date[:10]}"
+        src = f"{'live' if r.source == 'live' else 'recorded'} {r.date[:16]}"
         lines.append(f"{r.rung:<18} {n:>6} {r.dtype:>5} {r.tflops:8.2f} {r.cublas_tflops:8.2f} "
                      f"{r.ratio:7.1%} {('yes' if r.correct else 'NO'):>8}  {src}")
     return "\n".join(lines)
