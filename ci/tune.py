@@ -2,10 +2,10 @@
 
     python ci/tune.py   -> one line per variant: TFLOP/s, % of cuBLAS, registers, correctness
 """
-import re
 import sys
 
 from helpers import bench, build, check, rung
+from helpers.build import apply_config
 from helpers.check import function
 
 VARIANTS = {
@@ -14,18 +14,11 @@ VARIANTS = {
 }
 
 
-def variant(src: str, changes: dict) -> str:
-    for name, value in changes.items():
-        src, n = re.subn(rf"^(constexpr int {name} = )\d+;", rf"\g<1>{value};", src, flags=re.M)
-        assert n == 1, name
-    return src
-
-
 def main(n: int = 4096) -> None:
     for rid, variants in VARIANTS.items():
         r = rung(rid)
         for changes in variants:
-            src = variant(r.path.read_text(), changes)
+            src = apply_config(r.path.read_text(), changes)
             fn = function(r, source=src)
             ok = check(r, 1024, fn=fn)
             res = bench(r, n, fn=fn)

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .registry import Probe, Rung
+from .registry import KERNELS, Probe, Rung
 
 CACHE = Path(os.environ.get("GEMM_LADDER_CACHE", Path.home() / ".cache" / "gemm-ladder"))
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "--ptxas-options=-v")
@@ -174,31 +174,56 @@ def sass_inventory(sass: str, entry: str | None = None) -> Counter:
     return Counter(m.group(1) for m in _SASS_LINE.finditer(sass))
 
 
-def _error_with_line(log: str, source: str, name: str) -> str:
+def local_headers(source: str) -> dict[str, str]:
+    """The `#include "common/..."` files a kernel pulls from kernels/, recursively: name -> text."""
+    found: dict[str, str] = {}
+    todo = re.findall(r'^\s*#include\s+"([^"]+)"', source, re.M)
+    while todo:
+        name = todo.pop()
+        if name not in found and (KERNELS / name).exists():
+            found[name] = (KERNELS / name).read_text()
+            todo += re.findall(r'^\s*#include\s+"([^"]+)"', found[name], re.M)
+    return found
+
+
+def apply_config(source: str, config: dict) -> str:
+    """Set `constexpr int NAME = value;` lines to new values (a rung variant, a tuning experiment)."""
+    for name, value in config.items():
+        source, n = re.subn(rf"^(constexpr\s+int\s+{name}\s*=\s*)[^;]+;", rf"\g<1>{value};", source, flags=re.M)
+        if n != 1:
+            raise KeyError(f"no `constexpr int {name} = ...;` line to configure")
+    return source
+
+
+def _error_with_line(log: str, files: dict[str, str], name: str) -> str:
     """Turn NVRTC's first error into 'file line N: message' plus the offending source line."""
-    m = re.search(r"\((\d+)\): (?:catastrophic )?error:?\s*(.*)", log)
+    m = re.search(r"^(.*?)\((\d+)\): (?:catastrophic )?error:?\s*(.*)", log, re.M)
     if not m:
         return f"{name} failed to compile:\n{log.strip()}"
-    line = int(m.group(1))
-    lines = source.splitlines()
+    where, line = m.group(1).strip(), int(m.group(2))
+    where = next((f for f in files if where.endswith(f)), name)
+    lines = files[where].splitlines()
     text = lines[line - 1] if 0 < line <= len(lines) else ""
-    return f"{name} line {line}: {m.group(2).strip()}\n    {line} | {text.strip()}\n(full log below)\n{log.strip()}"
+    shown = where if where == name else f"kernels/{where}"
+    return f"{shown} line {line}: {m.group(3).strip()}\n    {line} | {text.strip()}\n(full log below)\n{log.strip()}"
 
 
 def compile_source(source: str, name: str, arch: str = "sm_90a", options: tuple = ()) -> Build:
     """Compile CUDA source to a cubin for `arch`, cached on disk by source, options and NVRTC version."""
     nvrtc, version = _nvrtc()
     opts = (f"-arch={arch}", *BASE_OPTIONS, *options, *(f"-I{d}" for d in _include_dirs()))
-    key = hashlib.sha256(repr((source, opts, version)).encode()).hexdigest()[:24]
+    headers = local_headers(source)  # handed to NVRTC by name, and part of the cache key
+    key = hashlib.sha256(repr((source, sorted(headers.items()), opts, version)).encode()).hexdigest()[:24]
     cubin = CACHE / f"{Path(name).stem}-{arch}-{key}.cubin"
     logfile = cubin.with_suffix(".log")
     if not (cubin.exists() and logfile.exists()):
-        prog = nvrtc.createProgram(source, name, [], [])
+        prog = nvrtc.createProgram(source, name, list(headers.values()), list(headers))
         try:
             try:
                 nvrtc.compileProgram(prog, list(opts))
             except nvrtc.NVRTCError:
-                raise CompileError(_error_with_line(nvrtc.getProgramLog(prog), source, name)) from None
+                log = nvrtc.getProgramLog(prog)
+                raise CompileError(_error_with_line(log, {name: source, **headers}, name)) from None
             data, log = _cubin_bytes(prog), nvrtc.getProgramLog(prog)
         finally:
             nvrtc.destroyProgram(prog)
@@ -211,11 +236,13 @@ def compile_source(source: str, name: str, arch: str = "sm_90a", options: tuple 
 
 
 def build(item: Rung | Probe | str, source: str | None = None, options: tuple = ()) -> Build:
-    """Compile a rung or probe (by object or id). `source` replaces the file's text (a learner's variant)."""
+    """Compile a rung or probe (by object or id). `source` replaces the file's text (a learner's variant);
+    a rung's `config` (its constexpr overrides) applies either way."""
     if isinstance(item, str):
         from .registry import probe, rung
         item = rung(item) if item[:2].isdigit() else probe(item)
     text = item.path.read_text() if source is None else source
+    text = apply_config(text, getattr(item, "config", {}))
     return compile_source(text, f"kernels/{item.path.name}", item.arch, options)
 
 

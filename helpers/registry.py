@@ -27,6 +27,8 @@ class Rung:
     sass_lacks: tuple = ()       # opcodes that must not be there
     target: tuple | None = None  # (fraction of cuBLAS, N) the issue asks this rung to reach
     reuse: tuple | None = ("BM", "BN")  # tile whose operands are loaded once per block; None: no reuse
+    file: str | None = None      # the .cu this rung builds (default: its id); variants share a file
+    config: dict = field(default_factory=dict)  # constexpr overrides applied to that file, e.g. {"STAGES": 2}
 
     @property
     def chapter(self) -> str:
@@ -34,7 +36,7 @@ class Rung:
 
     @property
     def path(self) -> Path:
-        return KERNELS / f"{self.id}.cu"
+        return KERNELS / f"{self.file or self.id}.cu"
 
 
 _SIMT = dict(sass_has=("FFMA",), sass_lacks=("HMMA", "HGMMA", "LDL", "STL"))
