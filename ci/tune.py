@@ -6,11 +6,11 @@ import sys
 
 from helpers import bench, build, check, rung
 from helpers.build import apply_config
-from helpers.check import function
 
 VARIANTS = {
-    "01_warptiled": [{}, {"BK": 16}, {"WM": 64, "WN": 32, "LANES_M": 8, "LANES_N": 4},
-                     {"BK": 16, "WM": 64, "WN": 32, "LANES_M": 8, "LANES_N": 4}],
+    "05_cp_async": [{}, {"STAGES": 3}, {"BN": 256, "WN": 64, "STAGES": 3}, {"BN": 256, "WN": 64, "STAGES": 4},
+                    {"BK": 64, "STAGES": 3}, {"BM": 256, "WM": 64, "BN": 128, "WN": 64, "STAGES": 3},
+                    {"BN": 256, "WN": 64, "BK": 64, "STAGES": 2}],
 }
 
 
@@ -19,9 +19,8 @@ def main(n: int = 4096) -> None:
         r = rung(rid)
         for changes in variants:
             src = apply_config(r.path.read_text(), changes)
-            fn = function(r, source=src)
-            ok = check(r, 1024, fn=fn)
-            res = bench(r, n, fn=fn)
+            ok = check(r, 1024, source=src)
+            res = bench(r, n, source=src)
             regs = build(r, source=src).resources[r.entry].registers
             print(f"{rid} {changes or 'as committed'}: {res.kernel.tflops:.2f} TFLOP/s, cuBLAS {res.cublas.tflops:.2f}, "
                   f"{res.ratio:.1%}, {regs} regs, {'correct' if ok.ok else 'WRONG'} ({ok.rel_err:.1e})", flush=True)

@@ -74,15 +74,17 @@ def time_pair(kernel_fn, cublas_fn, sets: int, flops: float) -> tuple[Timing, Ti
     return Timing(mk, launches, flops / mk / 1e9), Timing(mc, launches, flops / mc / 1e9)
 
 
-def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None, fn=None) -> BenchResult:
-    """TFLOP/s of rung r and of cuBLAS (cupy.matmul, same dtype) on the same inputs, in the same run."""
+def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
+          source: str | None = None) -> BenchResult:
+    """TFLOP/s of rung r (or its variant `source`) and of cuBLAS (cupy.matmul, same dtype) on the same
+    inputs, in the same run."""
     import cupy as cp
     r = _rung(r) if isinstance(r, str) else r
     n, k = n or m, k or m
-    validate(r, m, n, k)
+    validate(r, m, n, k, source)
     dev = require_live(r.needs_cc, r.arch)
-    fn = fn or function(r)
-    grid, block, smem = geometry(r, m, n)
+    fn = function(r, source)
+    grid, block, smem = geometry(r, m, n, source)
     sets = input_sets_for(m, n, k, np.dtype(_cp_dtype(r.dtype)).itemsize, dev.l2_bytes)
     inputs = [random_inputs(r.dtype, m, n, k) for _ in range(sets)]
     c = cp.empty((m, n), dtype=cp.float32)
@@ -182,5 +184,17 @@ def measure_ffma_peak(iters: int = 1 << 14) -> float:
     return 2.0 * chains * iters * blocks * threads / ms / 1e9
 
 
+def measure_hmma_peak(iters: int = 1 << 12) -> float:
+    """mma.sync m16n8k16 BF16 throughput in TFLOP/s: independent MMAs on register operands, no memory."""
+    import cupy as cp
+    fn, threads = _probe_fn("hmma_peak")
+    chains = build("hmma_peak").consts["MMA_CHAINS"]
+    blocks = require_live().sms * 4  # 32 warps per SM
+    sink = cp.empty(blocks * threads, cp.float32)
+    ms = _median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.uint32(0x3F803F80))))
+    warps = blocks * threads // 32
+    return 4096.0 * chains * iters * warps / ms / 1e9
+
+
 __all__ = ["BenchResult", "Timing", "bench", "cublas_tflops", "measure_hbm_copy", "measure_l2_read",
-           "measure_ffma_peak", "ShapeError"]
+           "measure_ffma_peak", "measure_hmma_peak", "ShapeError"]

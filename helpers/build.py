@@ -95,7 +95,9 @@ def _include_dirs() -> list[str]:
     dirs = [site / "cu13" / "include", site / "cuda_runtime" / "include"]
     dirs += [Path(os.environ[v]) / "include" for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
     dirs.append(Path("/usr/local/cuda/include"))
-    return [str(d) for d in dirs if (d / "cuda_runtime_api.h").exists()][:1]
+    # WMMA's <mma.h> includes crt/mma.h, which pip ships separately (nvidia-cuda-crt): prefer a complete tree.
+    complete = [d for d in dirs if (d / "cuda_runtime_api.h").exists() and (d / "crt" / "mma.h").exists()]
+    return [str(d) for d in complete[:1] or [d for d in dirs if (d / "cuda_runtime_api.h").exists()][:1]]
 
 
 @functools.lru_cache(maxsize=1)
@@ -201,10 +203,10 @@ def _error_with_line(log: str, files: dict[str, str], name: str) -> str:
     if not m:
         return f"{name} failed to compile:\n{log.strip()}"
     where, line = m.group(1).strip(), int(m.group(2))
-    where = next((f for f in files if where.endswith(f)), name)
-    lines = files[where].splitlines()
+    where = next((f for f in files if where.endswith(f)), where)  # ours (the kernel, a common/ header) or a system header
+    lines = files.get(where, "").splitlines()
     text = lines[line - 1] if 0 < line <= len(lines) else ""
-    shown = where if where == name else f"kernels/{where}"
+    shown = where if where == name or where not in files else f"kernels/{where}"
     return f"{shown} line {line}: {m.group(3).strip()}\n    {line} | {text.strip()}\n(full log below)\n{log.strip()}"
 
 
@@ -217,7 +219,7 @@ def compile_source(source: str, name: str, arch: str = "sm_90a", options: tuple 
     cubin = CACHE / f"{Path(name).stem}-{arch}-{key}.cubin"
     logfile = cubin.with_suffix(".log")
     if not (cubin.exists() and logfile.exists()):
-        prog = nvrtc.createProgram(source, name, list(headers.values()), list(headers))
+        prog = nvrtc.createProgram(source, name, [h.encode() for h in headers.values()], [n.encode() for n in headers])
         try:
             try:
                 nvrtc.compileProgram(prog, list(opts))

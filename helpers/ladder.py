@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from . import results
-from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_l2_read,
+from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_hmma_peak, measure_l2_read,
                     sm_clock_under_load)
 from .check import check
 from .gpu import device, why_not_live
@@ -72,6 +72,7 @@ CEILINGS = {
     "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
     "l2_read": ("L2 read bandwidth", "TB/s", measure_l2_read),
     "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
+    "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
     **{f"cublas_{dt}_{n}": (f"cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
                             (lambda dt=dt, n=n: cublas_tflops(dt, n).tflops))
        for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},

@@ -25,7 +25,7 @@ class Rung:
     divides: dict = field(default_factory=dict)   # {"M": "BM"}: M must be a multiple of the constexpr BM
     sass_has: tuple = ()         # opcodes the chapter claims are in the SASS (prefix match)
     sass_lacks: tuple = ()       # opcodes that must not be there
-    target: tuple | None = None  # (fraction of cuBLAS, N) the issue asks this rung to reach
+    target: tuple | None = None  # (fraction, N, of what: "cublas" or a ceiling id) the rung should reach
     reuse: tuple | None = ("BM", "BN")  # tile whose operands are loaded once per block; None: no reuse
     file: str | None = None      # the .cu this rung builds (default: its id); variants share a file
     config: dict = field(default_factory=dict)  # constexpr overrides applied to that file, e.g. {"STAGES": 2}
@@ -41,6 +41,8 @@ class Rung:
 
 _SIMT = dict(sass_has=("FFMA",), sass_lacks=("HMMA", "HGMMA", "LDL", "STL"))
 _TILED = {"M": "BM", "N": "BN", "K": "BK"}
+_TC = dict(sass_has=("HMMA",), sass_lacks=("HGMMA", "LDL", "STL"))
+_CP_ASYNC = ("LDGSTS", "LDSM.16.M88.4", "LDSM.16.MT88.4", "HMMA.16816.F32.BF16")
 
 RUNGS: tuple[Rung, ...] = (
     Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
@@ -53,7 +55,19 @@ RUNGS: tuple[Rung, ...] = (
          sass_has=("FFMA", "LDG.E.128", "LDS.128", "STG.E.128"), sass_lacks=_SIMT["sass_lacks"]),
     Rung("01_warptiled", "warp tiles, conflict-free LDS.128, double buffer", "sgemm_warptiled",
          divides=_TILED, sass_has=("FFMA", "LDG.E.128", "LDS.128", "STG.E.128"),
-         sass_lacks=_SIMT["sass_lacks"], target=(0.85, 4096)),
+         sass_lacks=_SIMT["sass_lacks"], target=(0.85, 4096, "cublas")),
+    Rung("02_wmma_naive", "WMMA, fragments straight from global", "gemm_wmma_naive", dtype="bf16",
+         divides={"M": "WM", "N": "WN", "K": "WK"}, reuse=("WM", "WN"), **_TC),
+    Rung("02_wmma_smem", "WMMA from shared-memory tiles", "gemm_wmma_smem", dtype="bf16", divides=_TILED,
+         sass_has=("HMMA", "LDG.E.128", "STS.128"), sass_lacks=_TC["sass_lacks"]),
+    Rung("03_mma_sync", "mma.sync + ldmatrix, unswizzled", "gemm_mma_sync", dtype="bf16", divides=_TILED,
+         sass_has=("LDSM.16.M88.4", "LDSM.16.MT88.4", "HMMA.16816.F32.BF16"), sass_lacks=_TC["sass_lacks"]),
+    Rung("04_swizzle", "XOR-swizzled shared tiles", "gemm_swizzle", dtype="bf16", divides=_TILED,
+         sass_has=("LDSM.16.M88.4", "LDSM.16.MT88.4", "HMMA.16816.F32.BF16"), sass_lacks=_TC["sass_lacks"]),
+    Rung("05_double_buffer", "cp.async, two stages", "gemm_cp_async", dtype="bf16", divides=_TILED,
+         file="05_cp_async", config={"STAGES": 2}, sass_has=_CP_ASYNC, sass_lacks=_TC["sass_lacks"]),
+    Rung("05_cp_async", "cp.async ring of STAGES tiles", "gemm_cp_async", dtype="bf16", divides=_TILED,
+         sass_has=_CP_ASYNC, sass_lacks=_TC["sass_lacks"], target=(0.80, 4096, "hmma_peak")),
 )
 
 
@@ -79,6 +93,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("hbm_copy", "HBM copy bandwidth (read + write)", "probe_copy", sass_has=("LDG.E.128", "STG.E.128")),
     Probe("l2_read", "L2 read bandwidth", "probe_l2_read", sass_has=("LDG.E.128",)),
     Probe("ffma_peak", "FFMA issue peak", "probe_ffma", unit="TFLOP/s", sass_has=("FFMA",)),
+    Probe("hmma_peak", "mma.sync (HMMA) peak, BF16", "probe_hmma", unit="TFLOP/s", sass_has=("HMMA.16816.F32.BF16",)),
 )
 
 

@@ -3,10 +3,13 @@
 //  probe_l2_read  L2 bandwidth: many passes over a buffer that fits in L2, loaded with ld.global.cg so
 //                 the per-SM L1 cannot serve the repeats.
 //  probe_ffma     FFMA issue peak: independent chains of fused multiply-adds, no memory traffic at all.
-// New PTX: ld.global.cg (via __ldcg).  Requires: any CUDA GPU (built for sm_90a here).
+//  probe_hmma     mma.sync peak: independent m16n8k16 BF16 MMAs on register operands (added with chapter 03).
+// New PTX: ld.global.cg (via __ldcg), mma.sync (kernels/common/mma_sync.cuh).  Requires: sm_80+ (built for sm_90a).
+#include "common/mma_sync.cuh"
 
 constexpr int THREADS = 256;  // block size of every probe
 constexpr int CHAINS = 8;     // independent FFMA chains per thread: enough to cover the FFMA latency
+constexpr int MMA_CHAINS = 8; // independent accumulators per warp for the mma.sync probe
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n4) {
@@ -38,5 +41,21 @@ probe_ffma(float* __restrict__ sink, int iters, float b, float c) {
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < CHAINS; ++j) s += x[j];
+    sink[blockIdx.x * THREADS + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_hmma(float* __restrict__ sink, int iters, unsigned seed) {
+    // Operands come from the run-time seed so the compiler cannot precompute anything; each MMA is
+    // 2 * 16 * 8 * 16 = 4096 FLOP, and the MMA_CHAINS accumulators are independent of each other.
+    const unsigned a[4] = {seed, seed ^ threadIdx.x, seed + 1u, seed * 3u};
+    const unsigned b[2] = {seed ^ 0x3f803f80u, seed + threadIdx.x};
+    float acc[MMA_CHAINS][4] = {};
+    for (int i = 0; i < iters; ++i)
+#pragma unroll
+        for (int j = 0; j < MMA_CHAINS; ++j) mma_m16n8k16_bf16(acc[j], a, b);
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < MMA_CHAINS; ++j) s += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 }

@@ -1,0 +1,179 @@
+"""CPU-side explorers for the tensor-core chapters: who holds which element, which bank each lane hits, how a
+cp.async ring overlaps copies with math. Everything here is computed, not measured, so it runs in replay mode
+and in the built book; chapter 04 sets the computed bank conflicts beside Nsight Compute's counters."""
+from __future__ import annotations
+
+import numpy as np
+
+# ---- mma.sync.m16n8k16 fragments -------------------------------------------------------------------------
+
+SHAPES = {"A": (16, 16), "B": (16, 8), "C": (16, 8)}
+
+
+def mma_fragment(operand: str) -> tuple[np.ndarray, np.ndarray]:
+    """(lane, element) owning each entry of A [16x16], B [16x8] or C [16x8] of mma.sync.m16n8k16.
+
+    A lane's `element` e counts its values in register order: A holds 8 bf16 (4 registers), B 4 bf16
+    (2 registers), C 4 fp32. Lane = 4 * group + t, with group = lane / 4 picking rows (A, C) or the column (B).
+    """
+    rows, cols = SHAPES[operand]
+    lane = np.zeros((rows, cols), int)
+    elem = np.zeros((rows, cols), int)
+    for ln in range(32):
+        g, t = ln // 4, ln % 4
+        n_elems = {"A": 8, "B": 4, "C": 4}[operand]
+        for e in range(n_elems):
+            if operand == "A":    # a0,a1: row g; a2,a3: row g+8; a4..a7: the same, 8 columns on
+                r, c = g + 8 * (e // 2 % 2), 2 * t + e % 2 + 8 * (e // 4)
+            elif operand == "B":  # b0,b1: k = 2t, 2t+1 of column g; b2,b3: k + 8
+                r, c = 2 * t + e % 2 + 8 * (e // 2), g
+            else:                 # c0,c1: row g, columns 2t, 2t+1; c2,c3: row g+8
+                r, c = g + 8 * (e // 2), 2 * t + e % 2
+            lane[r, c], elem[r, c] = ln, e
+    return lane, elem
+
+
+def ldmatrix_x4(trans: bool = False) -> dict:
+    """Who gives which address and who receives which element in ldmatrix.x4 (four 8x8 b16 matrices).
+
+    'address_lane[m][r]': the lane whose address is row r of matrix m (lanes 8m..8m+7).
+    'receiver[m]': [8, 8] array of the lane receiving element (r, c) of matrix m (register m of that lane).
+    """
+    receiver = np.zeros((4, 8, 8), int)
+    for ln in range(32):
+        for j in range(2):  # each lane receives two consecutive b16 per matrix
+            r, c = ln // 4, 2 * (ln % 4) + j
+            if trans:       # .trans: the lane gets column entries instead of row entries
+                r, c = c, r
+            receiver[:, r, c] = ln
+    return {"address_lane": np.arange(32).reshape(4, 8), "receiver": receiver}
+
+
+# ---- shared-memory banks ---------------------------------------------------------------------------------
+
+LAYOUTS = ("row-major", "padded", "swizzled")
+
+
+def offset(layout: str, row: int, col: int, cols: int) -> int:
+    """Byte offset of bf16 element (row, col) of a [rows, cols] tile in shared memory."""
+    if layout == "row-major":
+        return 2 * (row * cols + col)
+    if layout == "padded":                       # 8 spare bf16 (16 bytes) at the end of every row
+        return 2 * (row * (cols + 8) + col)
+    if layout == "swizzled":                     # kernels/common/swizzle.cuh, in Python
+        chunks = cols // 8
+        rows_per_line = 1 if chunks >= 8 else 8 // chunks
+        mask = min(chunks, 8) - 1
+        return 2 * (row * cols + ((col // 8) ^ ((row // rows_per_line) & mask)) * 8 + col % 8)
+    raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
+
+
+def wavefronts(addresses) -> int:
+    """Shared-memory wavefronts for one ldmatrix phase: 8 rows of 16 bytes. A wavefront serves 128 bytes
+    (32 banks x 4 B); two different 16-byte chunks in the same 4-bank slot must go in different wavefronts."""
+    slots: dict[int, set] = {}
+    for a in addresses:
+        slots.setdefault(a // 16 % 8, set()).add(a // 16)
+    return max(len(chunks) for chunks in slots.values())
+
+
+def ldmatrix_addresses(operand: str, layout: str, tile=(128, 32), base=(0, 0)) -> list[int]:
+    """The 32 row addresses of one ldmatrix.x4 the way rungs 03-05 issue it, for A ([BM, BK] tile,
+    row = lane % 16, column = 8 * (lane / 16)) or B ([BK, BN] tile, .trans, same pattern over k rows)."""
+    rows, cols = tile
+    r0, c0 = base
+    return [offset(layout, r0 + lane % 16, c0 + lane // 16 * 8, cols) for lane in range(32)]
+
+
+def conflict_degree(operand: str, layout: str, tile=(128, 32)) -> float:
+    """Average wavefronts per ldmatrix phase (1.0 = conflict-free) over every ldmatrix a warp issues."""
+    rows, cols = tile
+    fronts, phases = 0, 0
+    row_step = 16
+    col_step = 16 if operand == "A" else 16  # A: k steps of 16; B: n steps of 16 (two n8 tiles per x4)
+    for r0 in range(0, rows, row_step):
+        for c0 in range(0, cols, col_step):
+            addrs = ldmatrix_addresses(operand, layout, tile, (r0, c0))
+            for p in range(4):
+                fronts += wavefronts(addrs[8 * p: 8 * p + 8])
+                phases += 1
+    return fronts / phases
+
+
+def kernel_conflict_degree(layout: str, bm=128, bn=128, bk=32, wm=64, wn=32) -> float:
+    """What Nsight Compute should see for a rung's ldmatrix traffic: wavefronts per ideal wavefront, weighting
+    A's x4 loads (wm/16 per k16 step) and B's x4.trans loads (wn/16 per k16 step) by how often they run."""
+    a = conflict_degree("A", layout, (bm, bk))
+    b = conflict_degree("B", layout, (bk, bn))
+    na, nb = wm // 16, wn // 16
+    return (na * a + nb * b) / (na + nb)
+
+
+def bank_map(operand: str, layout: str, tile=(128, 32), phase: int = 0) -> np.ndarray:
+    """[8 lanes, 32 banks] map of one ldmatrix phase: entry = 1 where that lane's 16 bytes sit in that bank."""
+    addrs = ldmatrix_addresses(operand, layout, tile)[8 * phase: 8 * phase + 8]
+    m = np.zeros((8, 32), int)
+    for i, a in enumerate(addrs):
+        bank = a // 4 % 32
+        m[i, bank: bank + 4] = 1
+    return m
+
+
+# ---- cp.async pipeline -----------------------------------------------------------------------------------
+
+def pipeline_schedule(stages: int, tiles: int = 8, copy_time: float = 3.0, math_time: float = 1.0) -> list:
+    """A model of the ring in rung 05: (kind, tile, start, end) bars. Copies of tile t are issued when
+    tile t - (stages - 1) starts computing (the prologue issues the first stages - 1), take copy_time, and
+    tile t computes once it has landed and tile t - 1 is done. Times are in units of one tile's math."""
+    bars, issue, land, done = [], {}, {}, -np.inf
+    for t in range(min(stages - 1, tiles)):
+        issue[t] = 0.0
+    for t in range(tiles):
+        land[t] = issue[t] + copy_time
+        bars.append(("copy", t, issue[t], land[t]))
+        start = max(land[t], done if t else 0.0)
+        if t + stages - 1 < tiles:
+            issue[t + stages - 1] = start
+        done = start + math_time
+        bars.append(("math", t, start, done))
+    return bars
+
+
+def plot_pipeline(stages: int, tiles: int = 8, copy_time: float = 3.0, ax=None):
+    """Gantt chart of pipeline_schedule: one row per ring slot for the copies, one row for the math."""
+    import matplotlib.pyplot as plt
+    bars = pipeline_schedule(stages, tiles, copy_time)
+    ax = ax or plt.subplots(figsize=(8, 0.5 * stages + 1.6))[1]
+    for kind, t, s, e in bars:
+        y = 0 if kind == "math" else 1 + t % stages
+        ax.barh(y, e - s, left=s, height=0.6, color="tab:orange" if kind == "math" else "tab:blue",
+                edgecolor="white")
+        ax.text((s + e) / 2, y, str(t), ha="center", va="center", fontsize=7, color="white")
+    end = max(e for *_, e in bars)
+    ax.set(yticks=range(stages + 1), yticklabels=["mma.sync"] + [f"cp.async slot {i}" for i in range(stages)],
+           xlabel="time (units of one tile's math; a model, not a measurement)",
+           title=f"{stages} stages, copy latency {copy_time:g}x one tile's math: {tiles} tiles in {end:.1f}")
+    return ax
+
+
+def plot_fragment(operand: str, ax=None):
+    """Heat map of mma.sync.m16n8k16 operand ownership: colour = lane, text = lane.element."""
+    import matplotlib.pyplot as plt
+    lane, elem = mma_fragment(operand)
+    ax = ax or plt.subplots(figsize=(0.45 * lane.shape[1] + 1, 0.4 * lane.shape[0] + 1))[1]
+    ax.imshow(lane, cmap="tab20", aspect="auto")
+    for (r, c), ln in np.ndenumerate(lane):
+        ax.text(c, r, f"{ln}.{elem[r, c]}", ha="center", va="center", fontsize=6)
+    ax.set(title=f"m16n8k16 {operand}: lane.element", xlabel="column", ylabel="row")
+    return ax
+
+
+def plot_bank_map(operand: str, layout: str, tile=(128, 32), phase: int = 0, ax=None):
+    import matplotlib.pyplot as plt
+    m = bank_map(operand, layout, tile, phase)
+    ax = ax or plt.subplots(figsize=(8, 2.6))[1]
+    ax.imshow(m * (np.arange(8)[:, None] + 1), cmap="tab10", vmin=0, aspect="auto")
+    deg = wavefronts(ldmatrix_addresses(operand, layout, tile)[8 * phase: 8 * phase + 8])
+    ax.set(xlabel="bank", ylabel="lane (row address)", yticks=range(8),
+           title=f"{operand} tile {tile[0]}x{tile[1]} bf16, {layout}: phase {phase} needs {deg} wavefront(s)")
+    return ax
