@@ -26,7 +26,7 @@ def measure(rung_id: str) -> dict:
         raise RuntimeError(f"ncu gave no metrics for {rung_id}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     header, values = rows[0], rows[1:]
     name, value = header.index("Metric Name"), header.index("Metric Value")
-    got = {r[name]: float(r[value].replace(",", "")) for r in values}
+    got = {r[name]: float(r[value].replace(",", "")) for r in values if r[value] not in ("n/a", "")}
     inst, fronts = got[METRICS[0]], got[METRICS[1]]
     return {"ldsm_instructions": inst, "ldsm_wavefronts": fronts,
             "ldsm_bank_conflicts": got.get(METRICS[2]), "measured_degree": fronts / (4 * inst),

@@ -8,10 +8,10 @@ from helpers import bench, build, check, rung
 from helpers.build import apply_config
 
 VARIANTS = {
-    "05_cp_async": [{}, {"STAGES": 3}, {"BN": 256, "WN": 64, "STAGES": 3}, {"BN": 256, "WN": 64, "STAGES": 4},
-                    {"BK": 64, "STAGES": 3}, {"BM": 256, "WM": 64, "BN": 128, "WN": 64, "STAGES": 3},
-                    {"BN": 256, "WN": 64, "BK": 64, "STAGES": 2}],
+    "05_cp_async": [{}, {"WN": 64}, {"WN": 64, "STAGES": 3}, {"WN": 64, "STAGES": 5}, {"BM": 64, "WM": 64, "WN": 64},
+                    {"WN": 64, "BK": 64, "STAGES": 3}, {"BM": 256, "WM": 128, "WN": 32}],
 }
+
 
 
 def main(n: int = 4096) -> None:
