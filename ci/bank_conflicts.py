@@ -1,5 +1,6 @@
-"""Count shared-memory wavefronts of ldmatrix in rungs 03 (unswizzled) and 04 (swizzled) with Nsight Compute,
-and record measured conflict degree = wavefronts / (4 per ldmatrix.x4) beside the computed one.
+"""Nsight Compute counters for the tensor-core chapters, recorded beside what the explorers compute:
+  - rungs 03/04: shared-memory wavefronts and bank conflicts of the ldmatrix reads (conflict degree);
+  - rung 05: how busy the shared-memory pipe and the tensor pipe are (what limits it).
 
     python ci/bank_conflicts.py            (on the GPU host; ncu must be on PATH)
 """
@@ -11,31 +12,43 @@ import sys
 from helpers import device, results
 from helpers.explore import kernel_conflict_degree
 
-METRICS = ("smsp__inst_executed_op_ldsm.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
-           "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum")
-LAYOUT = {"03_mma_sync": "row-major", "04_swizzle": "swizzled", "05_cp_async": "swizzled"}
-RUN = "from helpers import check; import sys; print(check(sys.argv[1], 512))"
+LDSM = ("smsp__inst_executed_op_ldsm.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
+PIPES = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",
+         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+         "sm__warps_active.avg.pct_of_peak_sustained_active")
+RUN = "from helpers import check; import sys; print(check(sys.argv[1], int(sys.argv[2])))"
 
 
-def measure(rung_id: str) -> dict:
-    out = subprocess.run(["ncu", "--csv", "--clock-control", "none", "--metrics", ",".join(METRICS),
-                          "-k", "regex:gemm_", "-c", "1", sys.executable, "-c", RUN, rung_id],
+def ncu(rung_id: str, n: int, metrics) -> dict:
+    out = subprocess.run(["ncu", "--csv", "--clock-control", "none", "--metrics", ",".join(metrics),
+                          "-k", "regex:gemm_", "-c", "1", sys.executable, "-c", RUN, rung_id, str(n)],
                          capture_output=True, text=True, timeout=300)
     rows = [r for r in csv.reader(io.StringIO(out.stdout)) if len(r) > 5]
     if not rows:
         raise RuntimeError(f"ncu gave no metrics for {rung_id}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    header, values = rows[0], rows[1:]
+    header = rows[0]
     name, value = header.index("Metric Name"), header.index("Metric Value")
-    got = {r[name]: float(r[value].replace(",", "")) for r in values if r[value] not in ("n/a", "")}
-    inst, fronts = got[METRICS[0]], got[METRICS[1]]
-    return {"ldsm_instructions": inst, "ldsm_wavefronts": fronts,
-            "ldsm_bank_conflicts": got.get(METRICS[2]), "measured_degree": fronts / (4 * inst),
-            "computed_degree": kernel_conflict_degree(LAYOUT[rung_id]), "n": 512}
+    return {r[name]: float(r[value].replace(",", "")) for r in rows[1:] if r[value] not in ("n/a", "")}
+
+
+def conflicts(rung_id: str, layout: str, bm=128, bn=128, bk=32, wm=64, wn=32) -> dict:
+    got = ncu(rung_id, 512, LDSM)
+    inst, fronts = got[LDSM[0]], got[LDSM[1]]
+    return {"ldsm_instructions": inst, "shared_load_wavefronts": fronts, "bank_conflicts": got.get(LDSM[2]),
+            "measured_degree": fronts / (4 * inst),  # an ldmatrix.x4 moves 512 B: 4 wavefronts at best
+            "computed_degree": kernel_conflict_degree(layout, bm, bn, bk, wm, wn), "n": 512}
 
 
 if __name__ == "__main__":
     dev = device()
-    for rid in LAYOUT:
-        entry = {**measure(rid), "gpu": dev.name, "env": dev.env(), "date": dev.env()["date"]}
+    env = dev.env()
+    for rid, layout in (("03_mma_sync", "row-major"), ("04_swizzle", "swizzled")):
+        entry = {**conflicts(rid, layout), "gpu": dev.name, "date": env["date"], "env": env}
         results.record("bank_conflicts", rid, entry, results.path_for(dev.slug))
         print(rid, {k: v for k, v in entry.items() if k != "env"}, flush=True)
+    got = ncu("05_cp_async", 4096, PIPES)
+    entry = {"shared_pipe_pct": got.get(PIPES[0]), "tensor_pipe_pct": got.get(PIPES[1]),
+             "warps_active_pct": got.get(PIPES[2]), "n": 4096, "gpu": dev.name, "date": env["date"], "env": env}
+    results.record("profile", "05_cp_async", entry, results.path_for(dev.slug))
+    print("05_cp_async", {k: v for k, v in entry.items() if k != "env"}, flush=True)
