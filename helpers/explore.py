@@ -54,8 +54,14 @@ def ldmatrix_x4(trans: bool = False) -> dict:
 LAYOUTS = ("row-major", "padded", "swizzled")
 
 
-def offset(layout: str, row: int, col: int, cols: int) -> int:
-    """Byte offset of bf16 element (row, col) of a [rows, cols] tile in shared memory."""
+def offset(layout, row: int, col: int, cols: int) -> int:
+    """Byte offset of bf16 element (row, col) of a [rows, cols] tile in shared memory. `layout` is one of
+    LAYOUTS, or a function (row, chunk) -> chunk that places 16-byte chunks (a swizzle of your own)."""
+    if callable(layout):
+        chunk = layout(row, col // 8)
+        if not 0 <= chunk < cols // 8:
+            raise ValueError(f"swizzle sent chunk {col // 8} of row {row} to {chunk}, outside the row")
+        return 2 * (row * cols + chunk * 8 + col % 8)
     if layout == "row-major":
         return 2 * (row * cols + col)
     if layout == "padded":                       # 8 spare bf16 (16 bytes) at the end of every row

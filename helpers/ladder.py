@@ -114,6 +114,14 @@ def ceiling(cid: str, save: bool = True) -> Ceiling:
     return Ceiling(cid, label, e["value"], unit, "recorded", e["gpu"], e["date"])
 
 
+def recorded_entry(section: str, key: str) -> dict:
+    """A measurement only a GPU-host script takes (ncu counters: ci/bank_conflicts.py), always replayed."""
+    e = results.load().get(section, {}).get(key)
+    if e is None:
+        raise NotRecorded(f"{section}/{key} was never recorded in {results.path_for()}; run ci/gpu.sh banks on a GPU.")
+    return {k: v for k, v in e.items() if k != "env"}
+
+
 def recorded_ceilings() -> dict[str, Ceiling]:
     """All ceilings from the results file, labelled as recorded."""
     data = results.load()["ceilings"]

@@ -98,6 +98,12 @@ def show_source(item, entry: str | None = None) -> None:
     _display_code(_function_text(text, entry) if entry else text, "cuda")
 
 
+def show_file(relpath: str) -> None:
+    """Show a file under kernels/, e.g. the PTX wrappers in 'common/mma_sync.cuh'."""
+    from .registry import KERNELS
+    _display_code((KERNELS / relpath).read_text(), "cuda")
+
+
 def show_diff(before: str, after: str) -> None:
     """The lesson of a rung: the unified diff of its .cu against the previous rung's."""
     import difflib

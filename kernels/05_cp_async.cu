@@ -18,6 +18,7 @@ constexpr int BK = 32;                       // depth of one pipeline stage
 constexpr int WM = 64;                       // rows of C per warp
 constexpr int WN = 64;                       // columns of C per warp (64 x 64: see chapter 05 for why)
 constexpr int STAGES = 4;                    // tiles in the shared-memory ring
+constexpr int MIN_BLOCKS = 2;                // blocks per SM the register budget must allow (__launch_bounds__)
 constexpr int MMA_M = WM / 16;
 constexpr int MMA_N = WN / 8;
 constexpr int WARPS_N = BN / WN;
@@ -30,7 +31,7 @@ constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;  // dynamic shared memory t
 static_assert(STAGES >= 2, "a ring needs at least two stages");
 static_assert(A_LOADS >= 1 && B_LOADS >= 1 && MMA_N % 2 == 0, "tile shapes must split evenly");
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_cp_async(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ B, float* __restrict__ C,
               int M, int N, int K) {
     extern __shared__ __align__(128) __nv_bfloat16 smem[];  // STAGES x ([BM, BK] A, [BK, BN] B), swizzled
