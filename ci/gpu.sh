@@ -6,31 +6,32 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
+LOGS=$(mktemp -d)  # logs travel inside recorded.tgz: the device tool returns at most 8 files
 steps=${*:-tests sanitize ceilings banks ladder notebooks}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 if [ -d .whl ]; then  # Jupyter/nbval wheels carried to a GPU host that cannot reach PyPI
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$OUT/env.txt"
-python3 -c "import cupy, numba; from cupy.cuda import nvrtc; print('cupy', cupy.__version__, 'nvrtc', nvrtc.getVersion(), 'numba', numba.__version__)" | tee -a "$OUT/env.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$LOGS/env.txt"
+python3 -c "import cupy, numba; from cupy.cuda import nvrtc; print('cupy', cupy.__version__, 'nvrtc', nvrtc.getVersion(), 'numba', numba.__version__)" | tee -a "$LOGS/env.txt"
 status=0
 for step in $steps; do
   echo "=== $step"; t0=$(date +%s)
   case $step in
-    tests)    python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$OUT/tests.log" || status=1 ;;
+    tests)    python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$LOGS/tests.log" || status=1 ;;
     sanitize) for tool in memcheck racecheck synccheck; do
-                compute-sanitizer --tool $tool --error-exitcode 9 python3 ci/small_shapes.py 2>&1 | tail -5 | tee -a "$OUT/sanitize.log" || status=1
+                compute-sanitizer --tool $tool --error-exitcode 9 python3 ci/small_shapes.py 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     ceilings) python3 -c "from helpers import CEILINGS, ceiling
-for cid in CEILINGS: c = ceiling(cid); print(f'{c.label:<40} {c.value:9.2f} {c.unit}')" 2>&1 | tee "$OUT/ceilings.log" || status=1 ;;
-    banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$OUT/banks.log" || status=1 ;;
-    tune)     python3 ci/tune.py 2>&1 | tee "$OUT/tune.log" || status=1 ;;
-    ladder)   python3 -m helpers ladder --n 4096 8192 --plot "$OUT/climb.png" 2>&1 | tee "$OUT/ladder.log" || status=1 ;;
-    notebooks) python3 ci/execute.py 2>&1 | tee "$OUT/notebooks.log" || status=1 ;;
+for cid in CEILINGS: c = ceiling(cid); print(f'{c.label:<40} {c.value:9.2f} {c.unit}')" 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
+    banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
+    tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;
+    ladder)   python3 -m helpers ladder --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
+    notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
   echo "=== $step took $(( $(date +%s) - t0 )) s"
 done
-tar czf "$OUT/recorded.tgz" results chapters 2>/dev/null
+tar czf "$OUT/recorded.tgz" results chapters -C "$LOGS" . 2>/dev/null
 exit $status
