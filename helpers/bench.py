@@ -1,7 +1,7 @@
 """Time a rung against cuBLAS in the same process, and measure the machine's ceilings (chapter 00).
 
-Habits: warm up first; time each launch with CUDA events and keep the median; rotate among several input
-sets so the working set is larger than L2; alternate rung and cuBLAS launches so both see the same clocks.
+Habits: warm up first; time batches of launches with CUDA events and keep the median; rotate among several
+input sets so the working set is larger than L2; alternate rung and cuBLAS batches so both see the same clocks.
 """
 from __future__ import annotations
 
@@ -59,27 +59,30 @@ def input_sets_for(m: int, n: int, k: int, itemsize: int, l2_bytes: int) -> int:
 
 
 def time_pair(kernel_fn, cublas_fn, sets: int, flops: float) -> tuple[Timing, Timing]:
-    """Median event time of two contenders, interleaved launch by launch over `sets` input sets.
+    """Median per-launch time of two contenders, each sample a batch of back-to-back launches.
 
-    Before every timed launch a buffer twice the L2 size is overwritten (outside the events), so each
-    contender starts from the same cache state instead of inheriting the other's dirty output lines.
+    A batch (at least ~2 ms of GPU work) sits between two CUDA events and rotates over the input sets, so
+    the host's launch overhead (large for cupy.matmul next to a 0.2 ms GEMM) hides behind queued GPU work
+    instead of being timed. Batches of the two contenders alternate, so both see the same clocks.
     """
-    import cupy as cp
-    scratch = cp.empty(2 * require_live().l2_bytes // 4, cp.float32)
     for i in range(sets):  # warm-up: module load, cuBLAS heuristics, clocks ramping up
         kernel_fn(i)
         cublas_fn(i)
     estimate = max(_event_ms(lambda: kernel_fn(0)), _event_ms(lambda: cublas_fn(0)))
-    # At least 5 launches, except for kernels so slow (the naive rung at N=8192: 2 s each) that 3 do.
-    launches = int(min(200, max(3 if estimate > 200 else 5, TIME_BUDGET_S * 1e3 / max(estimate, 1e-3))))
+    batch = max(1, min(50, int(2.0 / max(estimate, 1e-3))))
+    # At least 5 batches, except for kernels so slow (the naive rung at N=8192: 2 s each) that 3 do.
+    rounds = int(min(25, max(3 if estimate > 200 else 5, TIME_BUDGET_S * 1e3 / (2 * batch * estimate))))
+
+    def sample(fn, r):
+        return _event_ms(lambda: [fn((r * batch + j) % sets) for j in range(batch)]) / batch
+
     tk, tc = [], []
-    for i in range(launches):
-        scratch.fill(0)
-        tk.append(_event_ms(lambda: kernel_fn(i % sets)))
-        scratch.fill(0)
-        tc.append(_event_ms(lambda: cublas_fn(i % sets)))
+    for r in range(rounds):
+        tk.append(sample(kernel_fn, r))
+        tc.append(sample(cublas_fn, r))
     mk, mc = statistics.median(tk), statistics.median(tc)
-    return Timing(mk, launches, flops / mk / 1e9), Timing(mc, launches, flops / mc / 1e9)
+    n = rounds * batch
+    return Timing(mk, n, flops / mk / 1e9), Timing(mc, n, flops / mc / 1e9)
 
 
 def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
