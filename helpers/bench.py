@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .build import build
-from .check import ShapeError, _cp_dtype, function, geometry, random_inputs, validate
+from .check import ShapeError, _cp_dtype, as_kn, function, geometry, random_inputs, validate
 from .gpu import require_live
 from .registry import Rung, probe, rung as _rung
 
@@ -97,7 +97,7 @@ def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
     fn = function(r, source)
     grid, block, smem = geometry(r, m, n, source)
     sets = input_sets_for(m, n, k, np.dtype(_cp_dtype(r.dtype)).itemsize, dev.l2_bytes)
-    inputs = [random_inputs(r.dtype, m, n, k) for _ in range(sets)]
+    inputs = [random_inputs(r.dtype, m, n, k, b_layout=r.b_layout) for _ in range(sets)]
     c = cp.empty((m, n), dtype=cp.float32)
     c_ref = cp.empty((m, n), dtype=inputs[0][0].dtype)
     mnk = tuple(np.int32(v) for v in (m, n, k))
@@ -105,8 +105,8 @@ def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
     def run_kernel(i):
         fn(grid, block, (inputs[i][0], inputs[i][1], c, *mnk), shared_mem=smem)
 
-    def run_cublas(i):
-        cp.matmul(inputs[i][0], inputs[i][1], out=c_ref)
+    def run_cublas(i):  # same layouts as the rung: a K-major B goes in as a transposed view
+        cp.matmul(inputs[i][0], as_kn(inputs[i][1], r.b_layout), out=c_ref)
 
     kt, ct = time_pair(run_kernel, run_cublas, sets, 2.0 * m * n * k)
     return BenchResult(r.id, m, n, k, r.dtype, kt, ct, sets)
@@ -148,7 +148,7 @@ def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5
 def _probe_fn(probe_id: str):
     import cupy as cp
     p = probe(probe_id)
-    require_live(p.needs_cc)
+    require_live(p.needs_cc, p.arch)
     return cp.RawModule(path=str(build(p).cubin)).get_function(p.entry), build(p).consts["THREADS"]
 
 
@@ -207,5 +207,17 @@ def measure_hmma_peak(iters: int = 1 << 12) -> float:
     return 4096.0 * chains * iters * warps / ms / 1e9
 
 
+def measure_hgmma_peak(iters: int = 1 << 11) -> float:
+    """wgmma m64n256k16 BF16 throughput in TFLOP/s: two warpgroups per SM on one resident shared tile."""
+    import cupy as cp
+    fn, threads = _probe_fn("hgmma_peak")
+    group = build("hgmma_peak").consts["HGMMA_GROUP"]
+    blocks = require_live(probe("hgmma_peak").needs_cc).sms  # 256 threads, ~150 registers: one block per SM
+    sink = cp.empty(blocks * threads, cp.float32)
+    ms = _median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters))))
+    warpgroups = blocks * threads // 128
+    return 2.0 * 64 * 256 * 16 * group * iters * warpgroups / ms / 1e9
+
+
 __all__ = ["BenchResult", "Timing", "bench", "cublas_tflops", "measure_hbm_copy", "measure_l2_read",
-           "measure_ffma_peak", "measure_hmma_peak", "ShapeError"]
+           "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "ShapeError"]

@@ -166,7 +166,7 @@ def parse_ptxas(log: str) -> dict[str, Resources]:
     return out
 
 
-_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)")
+_SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Za-z0-9_.]*)")  # HGMMA.64x64x16...
 
 
 def sass_inventory(sass: str, entry: str | None = None) -> Counter:

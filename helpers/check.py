@@ -68,12 +68,13 @@ def _cp_dtype(dtype: str):
     return {"fp32": cp.float32, "fp16": cp.float16}[dtype]
 
 
-def random_inputs(dtype: str, m: int, n: int, k: int, seed: int | None = None):
-    """Fresh standard-normal A [M,K] and B [K,N] on the GPU, in the rung's dtype. Never zeros."""
+def random_inputs(dtype: str, m: int, n: int, k: int, seed: int | None = None, b_layout: str = "kn"):
+    """Fresh standard-normal A [M,K] and B on the GPU, in the rung's dtype. Never zeros. B is [K,N], or
+    Bt [N,K] (K-major) when b_layout is "nk"."""
     import cupy as cp
     rng = cp.random.default_rng(seed if seed is not None else int.from_bytes(os.urandom(8), "little"))
     a = rng.standard_normal((m, k), dtype=cp.float32)
-    b = rng.standard_normal((k, n), dtype=cp.float32)
+    b = rng.standard_normal((k, n) if b_layout == "kn" else (n, k), dtype=cp.float32)
     if dtype == "bf16":
         return _to_bf16(a), _to_bf16(b)
     return a.astype(_cp_dtype(dtype)), b.astype(_cp_dtype(dtype))
@@ -90,10 +91,11 @@ def _to_bf16(x):
 def launch(r: Rung | str, a, b, c, source: str | None = None) -> None:
     """C = A @ B with rung r (or its variant `source`). Shapes and dtypes are checked before the launch."""
     r = _rung(r) if isinstance(r, str) else r
-    (m, k), (k2, n) = a.shape, b.shape
+    (m, k), (k2, n) = a.shape, b.shape[::1 if r.b_layout == "kn" else -1]
     want = np.dtype(_cp_dtype(r.dtype))
     if k2 != k or c.shape != (m, n):
-        raise ShapeError(f"{r.id} computes C[M,N] = A[M,K] @ B[K,N]; got A{a.shape}, B{b.shape}, C{c.shape}.")
+        form = "B[K,N]" if r.b_layout == "kn" else "Bt[N,K]^T (B stored K-major)"
+        raise ShapeError(f"{r.id} computes C[M,N] = A[M,K] @ {form}; got A{a.shape}, B{b.shape}, C{c.shape}.")
     if a.dtype != want or b.dtype != want or c.dtype != np.float32:
         raise ShapeError(f"{r.id} takes {r.dtype} A and B and an fp32 C; got {a.dtype}, {b.dtype}, {c.dtype}.")
     if not all(x.flags.c_contiguous for x in (a, b, c)):
@@ -128,12 +130,17 @@ def upcast(x):
     return x.astype(cp.float32)
 
 
-def reference(a, b):
+def as_kn(b, b_layout: str):
+    """B as a [K, N] operand for cupy.matmul: a transposed view (no copy) when it is stored K-major."""
+    return b if b_layout == "kn" else b.T
+
+
+def reference(a, b, b_layout: str = "kn"):
     """cuBLAS in higher precision: fp64 for fp32 inputs; fp32 on exact up-casts of 16-bit inputs."""
     import cupy as cp
     if a.dtype == cp.float32:
-        return cp.matmul(a.astype(cp.float64), b.astype(cp.float64))
-    return cp.matmul(upcast(a), upcast(b))
+        return cp.matmul(a.astype(cp.float64), as_kn(b, b_layout).astype(cp.float64))
+    return cp.matmul(upcast(a), as_kn(upcast(b), b_layout))
 
 
 def check(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
@@ -145,11 +152,11 @@ def check(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
     n, k = n or m, k or m
     validate(r, m, n, k, source)
     function(r, source)  # compile and load before allocating, so a bad variant fails fast
-    a, b = random_inputs(r.dtype, m, n, k)
+    a, b = random_inputs(r.dtype, m, n, k, b_layout=r.b_layout)
     c = cp.full((m, n), cp.nan, dtype=cp.float32)  # every element the kernel forgets stays NaN
     launch(r, a, b, c, source)
     cp.cuda.runtime.deviceSynchronize()
-    ref = reference(a, b)
+    ref = reference(a, b, r.b_layout)
     finite = bool(cp.isfinite(c).all())
     err = float(cp.linalg.norm(c.astype(ref.dtype) - ref) / cp.linalg.norm(ref)) if finite else float("inf")
     return CheckResult(r.id, m, n, k, err, TOLERANCE[r.dtype], finite)

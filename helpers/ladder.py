@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from . import results
-from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_hmma_peak, measure_l2_read,
-                    sm_clock_under_load)
+from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_hgmma_peak, measure_hmma_peak,
+                    measure_l2_read, sm_clock_under_load)
 from .check import check
 from .gpu import device, why_not_live
 from .registry import RUNGS, Rung, rung as _rung
@@ -73,6 +73,7 @@ CEILINGS = {
     "l2_read": ("L2 read bandwidth", "TB/s", measure_l2_read),
     "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
     "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
+    "hgmma_peak": ("BF16 wgmma (HGMMA) peak (probe)", "TFLOP/s", measure_hgmma_peak),
     **{f"cublas_{dt}_{n}": (f"cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
                             (lambda dt=dt, n=n: cublas_tflops(dt, n).tflops))
        for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
@@ -100,7 +101,8 @@ class Ceiling:
 def ceiling(cid: str, save: bool = True) -> Ceiling:
     """One of the machine's ceilings: measured now when live (and recorded), else the recorded value."""
     label, unit, how = CEILINGS[cid]
-    if why_not_live() is None:
+    needs = (9, 0) if cid == "hgmma_peak" else (8, 0)
+    if why_not_live(needs, "sm_90a") is None:
         dev = device()
         env = dev.env()
         c = Ceiling(cid, label, float(how()), unit, "live", dev.name, env["date"])

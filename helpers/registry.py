@@ -25,10 +25,11 @@ class Rung:
     divides: dict = field(default_factory=dict)   # {"M": "BM"}: M must be a multiple of the constexpr BM
     sass_has: tuple = ()         # opcodes the chapter claims are in the SASS (prefix match)
     sass_lacks: tuple = ()       # opcodes that must not be there
-    target: tuple | None = None  # (fraction, N, of what: "cublas" or a ceiling id) the rung should reach
+    target: tuple | None = None  # (value, N, of): a fraction of "cublas" or of a ceiling id, or "tflops" absolute
     reuse: tuple | None = ("BM", "BN")  # tile whose operands are loaded once per block; None: no reuse
     file: str | None = None      # the .cu this rung builds (default: its id); variants share a file
     config: dict = field(default_factory=dict)  # constexpr overrides applied to that file, e.g. {"STAGES": 2}
+    b_layout: str = "kn"         # "kn": B is [K, N] row-major; "nk": B is stored as Bt [N, K] (K-major, Hopper rungs)
 
     @property
     def chapter(self) -> str:
@@ -43,6 +44,10 @@ _SIMT = dict(sass_has=("FFMA",), sass_lacks=("HMMA", "HGMMA", "LDL", "STL"))
 _TILED = {"M": "BM", "N": "BN", "K": "BK"}
 _TC = dict(sass_has=("HMMA",), sass_lacks=("HGMMA", "LDL", "STL"))
 _CP_ASYNC = ("LDGSTS", "LDSM.16.M88.4", "LDSM.16.MT88.4", "HMMA.16816.F32.BF16")
+
+
+def _hopper(hgmma: str) -> dict:
+    return dict(needs_cc=(9, 0), b_layout="nk", sass_has=(hgmma,), sass_lacks=("HMMA", "LDL", "STL"))
 
 RUNGS: tuple[Rung, ...] = (
     Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
@@ -68,6 +73,12 @@ RUNGS: tuple[Rung, ...] = (
          file="05_cp_async", config={"STAGES": 2}, sass_has=_CP_ASYNC, sass_lacks=_TC["sass_lacks"]),
     Rung("05_cp_async", "cp.async ring of STAGES tiles", "gemm_cp_async", dtype="bf16", divides=_TILED,
          sass_has=_CP_ASYNC, sass_lacks=_TC["sass_lacks"], target=(0.80, 4096, "hmma_peak")),
+    Rung("06_wgmma_m64n64", "wgmma m64n64k16 from swizzled smem", "gemm_wgmma", dtype="bf16", divides=_TILED,
+         file="06_wgmma", config={"WGMMA_N": 64, "BN": 128}, **_hopper("HGMMA.64x64x16.F32.BF16"),
+         target=(330, 4096, "tflops")),
+    Rung("06_wgmma_wide", "wgmma m64n256k16, 128x256 tiles", "gemm_wgmma", dtype="bf16", divides=_TILED,
+         file="06_wgmma", config={"WGMMA_N": 256, "BN": 256, "STAGES": 3}, **_hopper("HGMMA.64x256x16.F32.BF16"),
+         target=(430, 4096, "tflops")),
 )
 
 
@@ -94,6 +105,8 @@ PROBES: tuple[Probe, ...] = (
     Probe("l2_read", "L2 read bandwidth", "probe_l2_read", sass_has=("LDG.E.128",)),
     Probe("ffma_peak", "FFMA issue peak", "probe_ffma", unit="TFLOP/s", sass_has=("FFMA",)),
     Probe("hmma_peak", "mma.sync (HMMA) peak, BF16", "probe_hmma", unit="TFLOP/s", sass_has=("HMMA.16816.F32.BF16",)),
+    Probe("hgmma_peak", "wgmma (HGMMA) peak, BF16", "probe_hgmma", unit="TFLOP/s", needs_cc=(9, 0),
+          sass_has=("HGMMA.64x256x16.F32.BF16",)),
 )
 
 

@@ -4,12 +4,15 @@
 //                 the per-SM L1 cannot serve the repeats.
 //  probe_ffma     FFMA issue peak: independent chains of fused multiply-adds, no memory traffic at all.
 //  probe_hmma     mma.sync peak: independent m16n8k16 BF16 MMAs on register operands (added with chapter 03).
-// New PTX: ld.global.cg (via __ldcg), mma.sync (kernels/common/mma_sync.cuh).  Requires: sm_80+ (built for sm_90a).
+//  probe_hgmma    wgmma peak: m64n256k16 BF16 on one resident shared tile, no global traffic (chapter 06).
+// New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma (kernels/common/).  Requires: sm_80+, sm_90a for hgmma.
 #include "common/mma_sync.cuh"
+#include "common/wgmma.cuh"
 
 constexpr int THREADS = 256;  // block size of every probe
 constexpr int CHAINS = 8;     // independent FFMA chains per thread: enough to cover the FFMA latency
 constexpr int MMA_CHAINS = 8; // independent accumulators per warp for the mma.sync probe
+constexpr int HGMMA_GROUP = 4;  // wgmma per commit group in the wgmma probe (one 64-deep k tile)
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n4) {
@@ -57,5 +60,30 @@ probe_hmma(float* __restrict__ sink, int iters, unsigned seed) {
     float s = 0.f;
 #pragma unroll
     for (int j = 0; j < MMA_CHAINS; ++j) s += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+    sink[blockIdx.x * THREADS + threadIdx.x] = s;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_hgmma(float* __restrict__ sink, int iters) {
+    // A [64, 64] and B [256, 64] bf16 tile, zero-filled, 1024-byte aligned for the 128-byte swizzle. The
+    // values do not matter for the rate; each wgmma is 2 * 64 * 256 * 16 = 524,288 FLOP.
+    __shared__ __align__(1024) unsigned tiles[(64 + 256) * 64 / 2];
+    for (int i = threadIdx.x; i < (64 + 256) * 64 / 2; i += THREADS) tiles[i] = 0;
+    fence_proxy_async_shared_cta();  // ordinary stores, read next by wgmma through the async proxy
+    __syncthreads();
+    const unsigned a = smem_addr(tiles), b = a + 64 * 64 * 2;
+    float acc[128];
+    wgmma_fence();
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int j = 0; j < HGMMA_GROUP; ++j)
+            wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(a + j * 32), wgmma_desc_sw128(b + j * 32), i + j > 0);
+        wgmma_commit_group();
+        wgmma_wait_group<1>();  // one group stays in flight while the next is issued, as in a GEMM main loop
+    }
+    wgmma_wait_group<0>();
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 128; ++j) s += acc[j];
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 }
