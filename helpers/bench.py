@@ -68,21 +68,22 @@ def time_pair(kernel_fn, cublas_fn, sets: int, flops: float) -> tuple[Timing, Ti
     for i in range(sets):  # warm-up: module load, cuBLAS heuristics, clocks ramping up
         kernel_fn(i)
         cublas_fn(i)
-    estimate = max(_event_ms(lambda: kernel_fn(0)), _event_ms(lambda: cublas_fn(0)))
-    batch = max(1, min(50, int(2.0 / max(estimate, 1e-3))))
-    # At least 5 batches, except for kernels so slow (the naive rung at N=8192: 2 s each) that 3 do.
-    rounds = int(min(25, max(3 if estimate > 200 else 5, TIME_BUDGET_S * 1e3 / (2 * batch * estimate))))
+    est_k, est_c = _event_ms(lambda: kernel_fn(0)), _event_ms(lambda: cublas_fn(0))
+    # Each contender gets its own batch size (a slow naive kernel must not shrink cuBLAS's batches to 1).
+    batch_k, batch_c = (max(1, min(50, int(2.0 / max(e, 1e-3)))) for e in (est_k, est_c))
+    per_round = batch_k * est_k + batch_c * est_c
+    # At least 5 rounds, except for kernels so slow (the naive rung at N=8192: 2 s each) that 3 do.
+    rounds = int(min(25, max(3 if est_k > 200 else 5, 2 * TIME_BUDGET_S * 1e3 / per_round)))
 
-    def sample(fn, r):
+    def sample(fn, batch, r):
         return _event_ms(lambda: [fn((r * batch + j) % sets) for j in range(batch)]) / batch
 
     tk, tc = [], []
     for r in range(rounds):
-        tk.append(sample(kernel_fn, r))
-        tc.append(sample(cublas_fn, r))
+        tk.append(sample(kernel_fn, batch_k, r))
+        tc.append(sample(cublas_fn, batch_c, r))
     mk, mc = statistics.median(tk), statistics.median(tc)
-    n = rounds * batch
-    return Timing(mk, n, flops / mk / 1e9), Timing(mc, n, flops / mc / 1e9)
+    return Timing(mk, rounds * batch_k, flops / mk / 1e9), Timing(mc, rounds * batch_c, flops / mc / 1e9)
 
 
 def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
