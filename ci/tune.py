@@ -8,9 +8,8 @@ from helpers import bench, build, check, rung
 from helpers.build import apply_config
 
 VARIANTS = {
-    "06_wgmma_wide": [{}, {"STAGES": 4}, {"WGMMA_N": 128, "BN": 256, "STAGES": 4}, {"WGMMA_N": 128, "BN": 128}],
-    "05_cp_async": [{}, {"WN": 64}, {"WN": 64, "STAGES": 3}, {"WN": 64, "STAGES": 5}, {"BM": 64, "WM": 64, "WN": 64},
-                    {"WN": 64, "BK": 64, "STAGES": 3}, {"BM": 256, "WM": 128, "WN": 32}],
+    "08_warp_specialized": [{}, {"WGMMA_N": 64}, {"BN": 256, "WGMMA_N": 256}],
+    "09_setmaxnreg": [{}, {"PRODUCER_REGS": 40, "CONSUMER_REGS": 232}],
 }
 
 

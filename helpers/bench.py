@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .build import build
-from .check import ShapeError, _cp_dtype, as_kn, function, geometry, random_inputs, validate
+from .check import (ShapeError, _cp_dtype, as_kn, faults_explained, function, geometry, kernel_args, random_inputs,
+                    validate)
 from .gpu import require_live
 from .registry import Rung, probe, rung as _rung
 
@@ -101,15 +102,16 @@ def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
     inputs = [random_inputs(r.dtype, m, n, k, b_layout=r.b_layout) for _ in range(sets)]
     c = cp.empty((m, n), dtype=cp.float32)
     c_ref = cp.empty((m, n), dtype=inputs[0][0].dtype)
-    mnk = tuple(np.int32(v) for v in (m, n, k))
+    args = [kernel_args(r, a, b, c, source) for a, b in inputs]  # tensor maps are encoded once, not per launch
 
     def run_kernel(i):
-        fn(grid, block, (inputs[i][0], inputs[i][1], c, *mnk), shared_mem=smem)
+        fn(grid, block, args[i], shared_mem=smem)
 
     def run_cublas(i):  # same layouts as the rung: a K-major B goes in as a transposed view
         cp.matmul(inputs[i][0], as_kn(inputs[i][1], r.b_layout), out=c_ref)
 
-    kt, ct = time_pair(run_kernel, run_cublas, sets, 2.0 * m * n * k)
+    with faults_explained(r):
+        kt, ct = time_pair(run_kernel, run_cublas, sets, 2.0 * m * n * k)
     return BenchResult(r.id, m, n, k, r.dtype, kt, ct, sets)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,24 @@ TOLERANCE = {"fp32": 1e-4, "fp16": 1e-3, "bf16": 1e-3}
 
 class ShapeError(ValueError):
     """The kernel cannot compute this shape; raised before anything is launched."""
+
+
+class KernelFault(RuntimeError):
+    """A launch did not finish (a trap, an illegal address); the message says what probably happened."""
+
+
+@contextmanager
+def faults_explained(r: Rung):
+    """Turn the CUDA error of a kernel that trapped or faulted into one sentence about this rung."""
+    import cupy as cp
+    try:
+        yield
+    except (cp.cuda.runtime.CUDARuntimeError, cp.cuda.driver.CUDADriverError) as e:
+        why = ("Its mbarrier waits trap after 4 s, so most likely a barrier never completed: an expect_tx byte count "
+               "larger than what the TMA copies deliver, or a wrong phase parity."
+               if r.operands == "tensor_maps" else "Most likely an out-of-bounds shared or global access.")
+        raise KernelFault(f"{r.id} did not finish ({e}). {why} This process's CUDA context is now unusable: restart "
+                          f"the Python kernel before the next GPU cell.") from None
 
 
 @dataclass(frozen=True)
@@ -102,7 +121,20 @@ def launch(r: Rung | str, a, b, c, source: str | None = None) -> None:
         raise ShapeError(f"{r.id} needs row-major contiguous arrays; call cupy.ascontiguousarray first.")
     validate(r, m, n, k, source)
     grid, block, smem = geometry(r, m, n, source)
-    function(r, source)(grid, block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)), shared_mem=smem)
+    function(r, source)(grid, block, kernel_args(r, a, b, c, source), shared_mem=smem)
+
+
+def kernel_args(r: Rung, a, b, c, source: str | None = None) -> tuple:
+    """The launch arguments in the rung's convention: pointers, or TMA tensor maps of A and Bt."""
+    m, k = a.shape
+    n = c.shape[1]
+    mnk = (np.int32(m), np.int32(n), np.int32(k))
+    if r.operands == "tensor_maps":
+        from .tma import tensor_map_2d
+        consts = build(r, source).consts
+        box_k = consts["BK"]
+        return (tensor_map_2d(a, consts[r.tile[0]], box_k), tensor_map_2d(b, consts[r.tile[1]], box_k), c, *mnk)
+    return (a, b, c, *mnk)
 
 
 _FUNCTIONS: dict = {}
@@ -154,8 +186,9 @@ def check(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
     function(r, source)  # compile and load before allocating, so a bad variant fails fast
     a, b = random_inputs(r.dtype, m, n, k, b_layout=r.b_layout)
     c = cp.full((m, n), cp.nan, dtype=cp.float32)  # every element the kernel forgets stays NaN
-    launch(r, a, b, c, source)
-    cp.cuda.runtime.deviceSynchronize()
+    with faults_explained(r):
+        launch(r, a, b, c, source)
+        cp.cuda.runtime.deviceSynchronize()
     ref = reference(a, b, r.b_layout)
     finite = bool(cp.isfinite(c).all())
     err = float(cp.linalg.norm(c.astype(ref.dtype) - ref) / cp.linalg.norm(ref)) if finite else float("inf")

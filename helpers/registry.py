@@ -30,6 +30,7 @@ class Rung:
     file: str | None = None      # the .cu this rung builds (default: its id); variants share a file
     config: dict = field(default_factory=dict)  # constexpr overrides applied to that file, e.g. {"STAGES": 2}
     b_layout: str = "kn"         # "kn": B is [K, N] row-major; "nk": B is stored as Bt [N, K] (K-major, Hopper rungs)
+    operands: str = "pointers"   # "pointers" (A, B, C, M, N, K) or "tensor_maps" (TMA maps of A and Bt, then C, M, N, K)
 
     @property
     def chapter(self) -> str:
@@ -46,8 +47,9 @@ _TC = dict(sass_has=("HMMA",), sass_lacks=("HGMMA", "LDL", "STL"))
 _CP_ASYNC = ("LDGSTS", "LDSM.16.M88.4", "LDSM.16.MT88.4", "HMMA.16816.F32.BF16")
 
 
-def _hopper(hgmma: str) -> dict:
-    return dict(needs_cc=(9, 0), b_layout="nk", sass_has=(hgmma,), sass_lacks=("HMMA", "LDL", "STL"))
+def _hopper(*sass: str, tma: bool = False) -> dict:
+    return dict(needs_cc=(9, 0), b_layout="nk", sass_has=sass, operands="tensor_maps" if tma else "pointers",
+                sass_lacks=("HMMA", "LDL", "STL") + (("LDGSTS",) if tma else ()))
 
 RUNGS: tuple[Rung, ...] = (
     Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
@@ -79,6 +81,14 @@ RUNGS: tuple[Rung, ...] = (
     Rung("06_wgmma_wide", "wgmma m64n256k16, 128x256 tiles", "gemm_wgmma", dtype="bf16", divides=_TILED,
          file="06_wgmma", config={"WGMMA_N": 256, "BN": 256, "STAGES": 3}, **_hopper("HGMMA.64x256x16.F32.BF16"),
          target=(430, 4096, "tflops")),
+    Rung("07_tma", "TMA loads, one mbarrier per slot", "gemm_tma", dtype="bf16", divides=_TILED,
+         **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
+    Rung("08_warp_specialized", "producer/consumer warpgroups, full/empty ring", "gemm_warp_specialized",
+         dtype="bf16", divides=_TILED, **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x128x16.F32.BF16", tma=True),
+         target=(500, 4096, "tflops")),
+    Rung("09_setmaxnreg", "setmaxnreg 24/240, 128x256 tiles", "gemm_setmaxnreg", dtype="bf16", divides=_TILED,
+         **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", tma=True),
+         target=(620, 4096, "tflops")),
 )
 
 

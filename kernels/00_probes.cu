@@ -77,7 +77,7 @@ probe_hgmma(float* __restrict__ sink, int iters) {
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
         for (int j = 0; j < HGMMA_GROUP; ++j)
-            wgmma_m64n256k16_bf16(acc, wgmma_desc_sw128(a + j * 32), wgmma_desc_sw128(b + j * 32), i + j > 0);
+            wgmma_m64n256k16_bf16(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
         wgmma_commit_group();
         wgmma_wait_group<1>();  // one group stays in flight while the next is issued, as in a GEMM main loop
     }

@@ -23,6 +23,7 @@ constexpr int BM = 128;                      // rows of C per block: one 64-row 
 constexpr int BN = 128;                      // columns of C per block
 constexpr int BK = 64;                       // k per stage: one 128-byte row of bf16, the swizzle atom width
 constexpr int STAGES = 4;                    // tiles in the cp.async ring
+constexpr int SWIZZLE_MODE = 1;              // descriptor swizzle field: 1 = 128 B, the layout the copies write
 constexpr int WARPGROUPS = BM / 64;
 constexpr int THREADS = 128 * WARPGROUPS;
 constexpr int N_MMAS = BN / WGMMA_N;         // wgmma per warpgroup per k16 step
@@ -87,8 +88,8 @@ gemm_wgmma(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict_
         for (int kk = 0; kk < BK / 16; ++kk)          // 16 k = 32 bytes further along each swizzled row
 #pragma unroll
             for (int j = 0; j < N_MMAS; ++j)
-                wgmma_m64nNk16_bf16<WGMMA_N>(acc[j], wgmma_desc_sw128(sA + kk * 32),
-                                             wgmma_desc_sw128(sB + j * WGMMA_N * 128 + kk * 32), kt + kk > 0);
+                wgmma_m64nNk16_bf16<WGMMA_N>(acc[j], wgmma_desc(sA + kk * 32, SWIZZLE_MODE),
+                                             wgmma_desc(sB + j * WGMMA_N * 128 + kk * 32, SWIZZLE_MODE), kt + kk > 0);
         wgmma_commit_group();
         wgmma_wait_group<0>();  // simplest correct choice: done before the slot can be refilled (rung 08 overlaps)
     }

@@ -16,7 +16,8 @@ def test_rung_sass_claims(r):
         assert b.count(op, r.entry) == 0, f"{r.id} must not contain {op}"
     res = b.resources[r.entry]
     assert res.spill_stores == res.spill_loads == 0, f"{r.id} spills to local memory"
-    assert res.stack_bytes == 0
+    assert res.stack_bytes == 0, f"{r.id} has a stack frame (a call or a local array)"
+    assert "C7510" not in b.log and "C7508" not in b.log, f"{r.id}: ptxas serialized wgmma or ignored setmaxnreg"
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)

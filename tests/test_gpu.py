@@ -78,3 +78,23 @@ def test_bench_reports_consistent_ratio():
     assert b.kernel.tflops > 0 and b.cublas.tflops > 0
     assert b.ratio == pytest.approx(b.kernel.tflops / b.cublas.tflops)
     assert b.input_sets >= 2
+
+
+def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
+    # Announce 1 KiB more than the TMA delivers: the barrier never completes. The bounded wait must trap
+    # (4 s), and check() must say why in one sentence. In a subprocess: a trap ends that CUDA context.
+    import subprocess
+    import sys
+    script = (
+        "from helpers import check, rung\n"
+        "from helpers.build import apply_config\n"
+        "from helpers.check import KernelFault\n"
+        "r = rung('07_tma')\n"
+        "src = apply_config(r.path.read_text(), {'STAGE_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"
+        "try:\n"
+        "    check(r, 256, 256, 128, source=src)\n"
+        "except KernelFault as e:\n"
+        "    print('FAULT', e)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "FAULT 07_tma did not finish" in out.stdout, out.stdout + out.stderr
+    assert "expect_tx" in out.stdout

@@ -26,10 +26,12 @@ __device__ __forceinline__ void fence_proxy_async_shared_cta() {
 // The 64-bit shared-memory matrix descriptor for a K-major bf16 tile stored with the 128-byte swizzle:
 // rows of 64 elements (128 B), 8-row atoms of 1024 B that start 1024-byte aligned.
 //   bits  0-13  start address >> 4        bits 16-29  leading byte offset >> 4 (unused when swizzled: 1)
-//   bits 32-45  stride byte offset >> 4 (1024 B between 8-row atoms)    bits 62-63  swizzle mode (1 = 128 B)
-__device__ __forceinline__ unsigned long long wgmma_desc_sw128(unsigned smem_addr) {
+//   bits 32-45  stride byte offset >> 4 (1024 B between 8-row atoms)
+//   bits 62-63  swizzle mode: 1 = 128 B, 2 = 64 B, 3 = 32 B. It must match how the tile was written; a wrong
+//               mode is not an error, the tensor cores just read scrambled operands.
+__device__ __forceinline__ unsigned long long wgmma_desc(unsigned smem_addr, unsigned long long swizzle_mode = 1) {
     return (unsigned long long)((smem_addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
-           (1ull << 62);
+           (swizzle_mode << 62);
 }
 
 // wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16: D[64x64] (+)= A[64x16] * B[16x64], both operands

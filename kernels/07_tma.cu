@@ -1,0 +1,88 @@
+// Rung 07_tma: Hopper, step 2. BF16 in, FP32 accumulate, sm_90a.
+// Builds on: 06_wgmma (m64n256k16, 128 x 256 tiles). The copies change from cp.async to the Tensor Memory
+// Accelerator: the host describes A and Bt once as tensor maps (shape, strides, a [rows, 64] box, the 128-byte
+// swizzle), and a single thread asks the TMA for a whole tile per operand. Completion is tracked by an
+// mbarrier per ring slot: the issuing thread announces the tile's bytes with expect_tx, the TMA counts them
+// down as they land, and the phase completes at zero. Consumers wait on the slot's phase parity, which flips
+// each time the ring wraps.
+// New PTX: cp.async.bulk.tensor.2d (kernels/common/tma.cuh), mbarrier.init / arrive.expect_tx / try_wait.parity
+// (kernels/common/mbarrier.cuh).  Requires: sm_90a.
+//
+// C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (given as tensor maps), C fp32; M % BM, N % BN, K % BK == 0.
+#include <cuda_bf16.h>
+#include "common/mbarrier.cuh"
+#include "common/mma_sync.cuh"
+#include "common/tma.cuh"
+#include "common/wgmma.cuh"
+
+constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int BM = 128;                      // rows of C per block: one 64-row slab per warpgroup
+constexpr int BN = 256;                      // columns of C per block
+constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
+constexpr int STAGES = 4;                    // tiles in the ring
+constexpr int WARPGROUPS = BM / 64;
+constexpr int THREADS = 128 * WARPGROUPS;
+constexpr int N_MMAS = BN / WGMMA_N;
+constexpr int A_TILE = BM * BK;              // bf16 elements: the [BM, BK] box of A
+constexpr int B_TILE = BN * BK;              // and the [BN, BK] box of Bt
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // what expect_tx announces per stage: exactly what lands
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+
+static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit the 227 KiB a block can opt in to");
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+gemm_tma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB, float* __restrict__ C,
+         int M, int N, int K) {
+    extern __shared__ unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES];  // one barrier per ring slot: "tile landed"
+    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;  // STAGES x ([BM, BK] A, [BN, BK] B), swizzled
+
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+    const int tiles = K / BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) mbarrier_init(smem_addr(&full[s]), 1);  // one arrival: the issuer's
+        fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    // One thread: announce the bytes, then two TMA copies that count them down on the slot's barrier.
+    auto issue = [&](int kt) {
+        const int s = kt % STAGES;
+        const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
+        mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
+        tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
+        tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
+    };
+    if (threadIdx.x == 0)
+        for (int kt = 0; kt < STAGES - 1 && kt < tiles; ++kt) issue(kt);
+
+    float acc[N_MMAS][WGMMA_N / 2];
+    for (int kt = 0; kt < tiles; ++kt) {
+        const int s = kt % STAGES;
+        mbarrier_wait_parity(smem_addr(&full[s]), (kt / STAGES) & 1);  // parity flips on every lap of the ring
+        __syncthreads();  // every warpgroup has finished tile kt-1, so its slot can be refilled
+        if (threadIdx.x == 0 && kt + STAGES - 1 < tiles) issue(kt + STAGES - 1);
+
+        const unsigned sA = ring + s * STAGE_BYTES + wg * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+#pragma unroll
+            for (int j = 0; j < N_MMAS; ++j)
+                wgmma_m64nNk16_bf16<WGMMA_N>(acc[j], wgmma_desc(sA + kk * 32),
+                                             wgmma_desc(sB + j * WGMMA_N * 128 + kk * 32), kt + kk > 0);
+        wgmma_commit_group();
+        wgmma_wait_group<0>();
+    }
+
+    const int row = blockIdx.y * BM + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
+#pragma unroll
+    for (int j = 0; j < N_MMAS; ++j)
+#pragma unroll
+        for (int i = 0; i < WGMMA_N / 2; i += 2) {
+            const int r = row + 8 * ((i / 2) % 2);
+            const int col = blockIdx.x * BN + j * WGMMA_N + 8 * (i / 4) + 2 * (t % 4);
+            *reinterpret_cast<float2*>(&C[r * N + col]) = make_float2(acc[j][i], acc[j][i + 1]);
+        }
+}

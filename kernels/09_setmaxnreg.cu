@@ -1,0 +1,101 @@
+// Rung 09_setmaxnreg: Hopper, step 4. BF16 in, FP32 accumulate, sm_90a.
+// Builds on: 08_warp_specialized. The producer needs a handful of registers, each consumer thread wants 128
+// accumulators for a 64 x 256 tile plus addresses. With 384 threads the compiler may give each at most
+// 65536 / 384 = 170. setmaxnreg moves registers between warpgroups at run time: the producer drops to 24 and
+// the two consumers rise to 240, and 128 * 24 + 256 * 240 = 64,512 fits in the 65,536 of an SM. That pays for
+// m64n256k16 and a 128 x 256 block tile: twice the tile of rung 08 for the same shared-memory reads of A.
+// New PTX: setmaxnreg.inc / setmaxnreg.dec (kernels/common/setmaxnreg.cuh).  Requires: sm_90a.
+//
+// C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (given as tensor maps), C fp32; M % BM, N % BN, K % BK == 0.
+#include <cuda_bf16.h>
+#include "common/mbarrier.cuh"
+#include "common/mma_sync.cuh"
+#include "common/setmaxnreg.cuh"
+#include "common/tma.cuh"
+#include "common/wgmma.cuh"
+
+constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
+constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int BM = 64 * CONSUMERS;           // rows of C per block
+constexpr int BN = 256;                      // columns of C per block
+constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
+constexpr int THREADS = 128 * (1 + CONSUMERS);
+constexpr int N_MMAS = BN / WGMMA_N;
+constexpr int A_TILE = BM * BK;
+constexpr int B_TILE = BN * BK;
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // expect_tx per stage
+constexpr int SMEM_BUDGET = 227 * 1024;             // what one block can opt in to on an H100
+constexpr int STAGES = (SMEM_BUDGET - 1024 - 1024) / STAGE_BYTES;  // ring depth from the budget (alignment, barriers)
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+
+constexpr int PRODUCER_REGS = 24;            // per thread, after setmaxnreg.dec
+constexpr int CONSUMER_REGS = 240;           // per thread, after setmaxnreg.inc
+
+static_assert(STAGES >= 2 && SMEM_BYTES <= SMEM_BUDGET, "the budget must hold at least two stages");
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file holds 65,536");
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+                      float* __restrict__ C, int M, int N, int K) {
+    extern __shared__ unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;
+
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+    const int tiles = K / BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(smem_addr(&full[s]), 1);
+            mbarrier_init(smem_addr(&empty[s]), CONSUMERS);
+        }
+        fence_mbarrier_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {  // producer warpgroup: one thread issues every copy, the other 127 idle
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (t == 0) {
+            for (int kt = 0; kt < tiles; ++kt) {
+                const int s = kt % STAGES;
+                // Lap 0 waits for the consumers' initial arrivals below; lap L for their L-th release.
+                mbarrier_wait_parity(smem_addr(&empty[s]), (kt / STAGES) & 1);
+                const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
+                mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
+                tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
+                tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
+            }
+        }
+    } else {  // consumer warpgroups: wgmma only
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1;
+        if (t == 0)
+            for (int s = 0; s < STAGES; ++s) mbarrier_arrive(smem_addr(&empty[s]));  // every slot starts empty
+        float acc[N_MMAS][WGMMA_N / 2];
+        for (int kt = 0; kt < tiles; ++kt) {
+            const int s = kt % STAGES;
+            mbarrier_wait_parity(smem_addr(&full[s]), (kt / STAGES) & 1);
+            const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk)
+#pragma unroll
+                for (int j = 0; j < N_MMAS; ++j)
+                    wgmma_m64nNk16_bf16<WGMMA_N>(acc[j], wgmma_desc(sA + kk * 32),
+                                                 wgmma_desc(sB + j * WGMMA_N * 128 + kk * 32), kt + kk > 0);
+            wgmma_commit_group();
+            wgmma_wait_group<1>();  // the group of tile kt-1 has finished: release its slot
+            if (t == 0 && kt > 0) mbarrier_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
+        }
+        wgmma_wait_group<0>();
+
+        const int row = blockIdx.y * BM + c * 64 + (t / 32) * 16 + (t % 32) / 4;
+#pragma unroll
+        for (int j = 0; j < N_MMAS; ++j)
+#pragma unroll
+            for (int i = 0; i < WGMMA_N / 2; i += 2) {
+                const int r = row + 8 * ((i / 2) % 2);
+                const int col = blockIdx.x * BN + j * WGMMA_N + 8 * (i / 4) + 2 * (t % 4);
+                *reinterpret_cast<float2*>(&C[r * N + col]) = make_float2(acc[j][i], acc[j][i + 1]);
+            }
+    }
+}
