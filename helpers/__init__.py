@@ -12,7 +12,8 @@ from .bench import bench, cublas_tflops
 from .build import Build, CompileError, build
 from .check import ShapeError, check, launch, random_inputs
 from .gpu import NoGPU, device, live, why_not_live
-from .ladder import CEILINGS, NotRecorded, Row, ceiling, measure, recorded_ceilings, recorded_entry, replay, rows
+from .ladder import (CEILINGS, NotRecorded, Row, ceiling, demo_check, demo_fault, measure, recorded_ceilings, recorded_entry,
+                     replay, rows)
 from .plot import climb, explore, roofline
 from .registry import PROBES, RUNGS, chapter_rungs, intensity, probe, rung
 from .report import banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file, show_source, table

@@ -183,3 +183,59 @@ def plot_bank_map(operand: str, layout: str, tile=(128, 32), phase: int = 0, ax=
     ax.set(xlabel="bank", ylabel="lane (row address)", yticks=range(8),
            title=f"{operand} tile {tile[0]}x{tile[1]} bf16, {layout}: phase {phase} needs {deg} wavefront(s)")
     return ax
+
+
+# ---- Hopper: wgmma descriptors and accumulators, mbarriers, register budgets -----------------------------
+
+SWIZZLE_MODES = {0: "none (interleave)", 1: "128 B", 2: "64 B", 3: "32 B"}
+
+
+def wgmma_desc_encode(addr: int, lbo: int = 16, sbo: int = 1024, swizzle: int = 1, base_offset: int = 0) -> int:
+    """The 64-bit shared-memory matrix descriptor, as kernels/common/wgmma.cuh builds it (byte arguments)."""
+    for name, v in (("start address", addr), ("leading byte offset", lbo), ("stride byte offset", sbo)):
+        if v % 16:
+            raise ValueError(f"the {name} must be a multiple of 16 bytes; got {v}")
+    return (((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
+            | (base_offset & 7) << 49 | (swizzle & 3) << 62)
+
+
+def wgmma_desc_decode(desc: int) -> dict:
+    return {"start_address": (desc & 0x3FFF) << 4, "leading_byte_offset": (desc >> 16 & 0x3FFF) << 4,
+            "stride_byte_offset": (desc >> 32 & 0x3FFF) << 4, "base_offset": desc >> 49 & 7,
+            "swizzle": SWIZZLE_MODES[desc >> 62 & 3]}
+
+
+def wgmma_accumulator(n: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """(thread, register) owning each element of the [64, n] fp32 accumulator of wgmma.m64nNk16.
+    Warp w of the warpgroup owns rows 16w..16w+15 in the m16n8 layout, repeated n/8 times along N."""
+    thread = np.zeros((64, n), int)
+    reg = np.zeros((64, n), int)
+    for t in range(128):
+        w, lane = t // 32, t % 32
+        for i in range(n // 2):
+            r = 16 * w + lane // 4 + 8 * (i // 2 % 2)
+            c = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+            thread[r, c], reg[r, c] = t, i
+    return thread, reg
+
+
+def mbarrier_countdown(expect_tx: int, copies: list[int], arrivals: int = 1) -> list[tuple[str, int, bool]]:
+    """Replay one phase of a TMA barrier: (event, transaction bytes still pending, phase complete?).
+    The phase completes when the pending arrival count and the pending bytes both reach zero."""
+    events, pending_arrivals, pending = [], arrivals, 0
+    pending_arrivals -= 1
+    pending += expect_tx
+    events.append((f"arrive.expect_tx({expect_tx} B)", pending, pending_arrivals == 0 and pending == 0))
+    for i, size in enumerate(copies):
+        pending -= size
+        done = pending_arrivals == 0 and pending <= 0
+        events.append((f"TMA copy {i} lands ({size} B)", pending, done))
+    return events
+
+
+def register_budget(producer: int, consumer: int, consumers: int = 2, file: int = 65536) -> dict:
+    """Does a setmaxnreg split fit one SM's register file (one block, 128 threads per warpgroup)?"""
+    legal = all(v % 8 == 0 and 24 <= v <= 256 for v in (producer, consumer))
+    total = 128 * producer + 128 * consumers * consumer
+    return {"registers": total, "file": file, "fits": total <= file, "legal_values": legal,
+            "start_cap": file // (128 * (1 + consumers)) // 8 * 8}

@@ -143,3 +143,55 @@ def rows(rung_ids=None, sizes=(4096,), progress=None) -> list[Row]:
     if progress:
         progress(len(todo), len(todo), "done")
     return out
+
+
+def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
+    """check() of a deliberately changed variant (e.g. a wrong swizzle mode), live and recorded, or replayed."""
+    from .build import apply_config
+    from .check import check as _check
+    r = _rung(rung_id)
+    key = f"{r.id}:{label}"
+    if why_not_live(r.needs_cc, r.arch):
+        e = results.load().get("demos", {}).get(key)
+        if e is None:
+            raise NotRecorded(f"demo {key} was never recorded in {results.path_for()}; run it on an H100.")
+        return {**{x: v for x, v in e.items() if x != "env"}, "source": "recorded"}
+    res = _check(r, m, n, k, source=apply_config(r.path.read_text(), config))
+    dev = device()
+    env = dev.env()
+    entry = {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err, "all_finite": res.all_finite,
+             "passed": res.ok, "verdict": str(res), "gpu": dev.name, "date": env["date"]}
+    if save:
+        results.record("demos", key, {**entry, "env": env}, results.path_for(dev.slug))
+    return {**entry, "source": "live"}
+
+
+def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
+    """Run a variant that is expected to trap in a child process (a trap ends that process's CUDA context) and
+    keep the one-sentence explanation check() gives; recorded, or replayed."""
+    import json
+    import subprocess
+    import sys
+    r = _rung(rung_id)
+    key = f"{r.id}:{label}"
+    if why_not_live(r.needs_cc, r.arch):
+        e = results.load().get("demos", {}).get(key)
+        if e is None:
+            raise NotRecorded(f"demo {key} was never recorded in {results.path_for()}; run it on an H100.")
+        return {**{x: v for x, v in e.items() if x != "env"}, "source": "recorded"}
+    script = ("import json, sys, time\nfrom helpers import check, rung\nfrom helpers.build import apply_config\n"
+              "from helpers.check import KernelFault\nr = rung(sys.argv[1])\n"
+              "src = apply_config(r.path.read_text(), json.loads(sys.argv[2]))\nt0 = time.time()\n"
+              "try:\n    out = str(check(r, *map(int, sys.argv[3:6]), source=src))\n"
+              "except KernelFault as e:\n    out = str(e)\n"
+              "print(json.dumps({'message': out, 'seconds': round(time.time() - t0, 1)}))\n")
+    proc = subprocess.run([sys.executable, "-c", script, r.id, json.dumps(config), str(m), str(n), str(k)],
+                          capture_output=True, text=True, timeout=120)
+    got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {
+        "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]}", "seconds": None}
+    dev = device()
+    env = dev.env()
+    entry = {"rung": r.id, "change": config, "shape": [m, n, k], **got, "gpu": dev.name, "date": env["date"]}
+    if save:
+        results.record("demos", key, {**entry, "env": env}, results.path_for(dev.slug))
+    return {**entry, "source": "live"}

@@ -28,7 +28,22 @@ constexpr int SMEM_BUDGET = 227 * 1024;             // what one block can opt in
 constexpr int STAGES = (SMEM_BUDGET - 1024 - 1024) / STAGE_BYTES;  // ring depth from the budget (alignment, barriers)
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
 
+constexpr int TRACE = 0;                     // 1: block (0, 0) stamps clock64 per tile and role into trace_clock
+constexpr int TRACE_TILES = 256;             // k tiles the trace has room for
+
 static_assert(STAGES >= 2 && SMEM_BYTES <= SMEM_BUDGET, "the budget must hold at least two stages");
+
+// The instrumented build's record, read by the host after one launch (helpers/timeline.py):
+// [role][tile][2] with role 0 = producer (empty slot acquired, copies issued), 1.. = consumers (tile landed,
+// its wgmma group finished). Untouched unless TRACE = 1.
+__device__ unsigned long long trace_clock[TRACE ? (1 + CONSUMERS) * TRACE_TILES * 2 : 1];
+
+__device__ __forceinline__ void stamp(int role, int kt, int which) {
+    if constexpr (TRACE) {
+        if (blockIdx.x == 0 && blockIdx.y == 0 && kt < TRACE_TILES)
+            trace_clock[(role * TRACE_TILES + kt) * 2 + which] = clock64();
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_warp_specialized(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
@@ -54,10 +69,12 @@ gemm_warp_specialized(const __grid_constant__ TensorMap tmA, const __grid_consta
                 const int s = kt % STAGES;
                 // Lap 0 waits for the consumers' initial arrivals below; lap L for their L-th release.
                 mbarrier_wait_parity(smem_addr(&empty[s]), (kt / STAGES) & 1);
+                stamp(0, kt, 0);
                 const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
                 mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
                 tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
                 tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
+                stamp(0, kt, 1);
             }
         }
     } else {  // consumer warpgroups: wgmma only
@@ -68,6 +85,7 @@ gemm_warp_specialized(const __grid_constant__ TensorMap tmA, const __grid_consta
         for (int kt = 0; kt < tiles; ++kt) {
             const int s = kt % STAGES;
             mbarrier_wait_parity(smem_addr(&full[s]), (kt / STAGES) & 1);
+            if (t == 0) stamp(1 + c, kt, 0);
             const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
             wgmma_fence();
 #pragma unroll
@@ -78,9 +96,13 @@ gemm_warp_specialized(const __grid_constant__ TensorMap tmA, const __grid_consta
                                                  wgmma_desc(sB + j * WGMMA_N * 128 + kk * 32), kt + kk > 0);
             wgmma_commit_group();
             wgmma_wait_group<1>();  // the group of tile kt-1 has finished: release its slot
-            if (t == 0 && kt > 0) mbarrier_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
+            if (t == 0 && kt > 0) {
+                stamp(1 + c, kt - 1, 1);
+                mbarrier_arrive(smem_addr(&empty[(kt - 1) % STAGES]));
+            }
         }
         wgmma_wait_group<0>();
+        if (t == 0) stamp(1 + c, tiles - 1, 1);
 
         const int row = blockIdx.y * BM + c * 64 + (t / 32) * 16 + (t % 32) / 4;
 #pragma unroll

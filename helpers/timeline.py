@@ -1,0 +1,80 @@
+"""A measured pipeline timeline: the instrumented build (TRACE = 1) of a warp-specialized rung stamps clock64
+per k tile and per role in block (0, 0); this module launches it once, reads the stamps back, records them,
+and draws the producer/consumer Gantt chart. In replay mode the recorded stamps are drawn."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import results
+from .build import apply_config, build
+from .check import faults_explained, geometry, kernel_args, random_inputs, validate
+from .gpu import device, why_not_live
+from .ladder import NotRecorded
+from .registry import rung as _rung
+
+
+def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool = True) -> dict:
+    """Stamps of one launch at N x N x N: {'roles': [[[start, end] per tile] per role], ...} in SM cycles."""
+    r = _rung(rung_id)
+    key = f"{r.id}@{n}"
+    if why_not_live(r.needs_cc, r.arch):
+        e = results.load().get("timeline", {}).get(key)
+        if e is None:
+            raise NotRecorded(f"no timeline of {key} in {results.path_for()}; run it on an H100.")
+        return {**{k: v for k, v in e.items() if k != "env"}, "source": "recorded"}
+    import cupy as cp
+    source = apply_config(r.path.read_text(), {"TRACE": 1})
+    validate(r, n, n, n, source)
+    consts = build(r, source).consts
+    module = cp.RawModule(path=str(build(r, source).cubin))
+    fn = module.get_function(r.entry)
+    fn.max_dynamic_shared_size_bytes = consts["SMEM_BYTES"]
+    roles, tiles = 1 + consts["CONSUMERS"], n // consts["BK"]
+    trace = cp.ndarray((roles * consts["TRACE_TILES"] * 2,), cp.uint64, module.get_global("trace_clock"))
+    trace.fill(0)
+    a, b = random_inputs(r.dtype, n, n, n, b_layout=r.b_layout)
+    c = cp.empty((n, n), cp.float32)
+    grid, block, smem = geometry(r, n, n, source)
+    with faults_explained(r):
+        fn(grid, block, kernel_args(r, a, b, c, source), shared_mem=smem)
+        cp.cuda.runtime.deviceSynchronize()
+    stamps = trace.get().reshape(roles, consts["TRACE_TILES"], 2)[:, :tiles].astype(np.int64)
+    stamps -= stamps[stamps > 0].min()
+    dev = device()
+    env = dev.env()
+    entry = {"rung": r.id, "n": n, "tiles": tiles, "stages": consts["STAGES"], "consumers": consts["CONSUMERS"],
+             "roles": stamps.tolist(), "unit": "SM clock cycles", "gpu": dev.name, "date": env["date"]}
+    if save:
+        results.record("timeline", key, {**entry, "env": env}, results.path_for(dev.slug))
+    return {**entry, "source": "live"}
+
+
+def plot_timeline(tl: dict, first: int = 0, count: int = 24, ax=None):
+    """Gantt chart: the producer's copy issues and each consumer's tile spans, for tiles first..first+count."""
+    import matplotlib.pyplot as plt
+    roles = np.asarray(tl["roles"])[:, first:first + count]
+    ax = ax or plt.subplots(figsize=(10, 1.0 + 0.6 * roles.shape[0]))[1]
+    names = ["producer (TMA)"] + [f"consumer {i}" for i in range(roles.shape[0] - 1)]
+    for y, spans in enumerate(roles):
+        for t, (s, e) in enumerate(spans):
+            colour = "tab:blue" if y == 0 else ("tab:orange" if (first + t) % 2 else "tab:red")
+            ax.barh(y, max(e - s, 1), left=s, height=0.6, color=colour, edgecolor="white")
+            if y and e - s > 0.02 * (roles.max() - roles.min()):
+                ax.text((s + e) / 2, y, str(first + t), ha="center", va="center", fontsize=6, color="white")
+    where = "measured live" if tl.get("source") == "live" else "recorded"
+    ax.set(yticks=range(len(names)), yticklabels=names, xlabel=f"time in block (0, 0), {tl['unit']}",
+           title=f"{tl['rung']} at N={tl['n']}, tiles {first}-{first + roles.shape[1] - 1} of {tl['tiles']}, "
+                 f"{tl['stages']} stages ({where} on {tl['gpu']}, {tl['date']})")
+    ax.invert_yaxis()
+    return ax
+
+
+def summary(tl: dict) -> dict:
+    """What the chart shows, in numbers: producer lead, consumer busy fraction, time waiting for data."""
+    roles = np.asarray(tl["roles"], dtype=float)
+    prod, cons = roles[0], roles[1:]
+    busy = [(c[:, 1] - c[:, 0]).sum() / (c[-1, 1] - c[0, 0]) for c in cons]
+    waits = [np.clip(c[1:, 0] - c[:-1, 1], 0, None).sum() for c in cons]
+    lead = np.median(cons[0][:, 0] - prod[:, 1])  # how long before the consumers need it the copy was issued
+    return {"consumer_busy_fraction": [round(float(b), 3) for b in busy],
+            "consumer_wait_cycles": [int(w) for w in waits], "median_issue_to_use_cycles": int(lead)}
