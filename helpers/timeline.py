@@ -50,31 +50,40 @@ def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool =
 
 
 def plot_timeline(tl: dict, first: int = 0, count: int = 24, ax=None):
-    """Gantt chart: the producer's copy issues and each consumer's tile spans, for tiles first..first+count."""
+    """Gantt chart for tiles first..first+count: the producer's span from getting an empty slot to having issued
+    the copies, and each consumer's span from a tile's data being ready to the next tile's (a tick marks when
+    the tile's wgmma group had finished: one group stays in flight, so that is after the next tile started)."""
     import matplotlib.pyplot as plt
-    roles = np.asarray(tl["roles"])[:, first:first + count]
+    roles = np.asarray(tl["roles"])
+    last = min(first + count, tl["tiles"])
     ax = ax or plt.subplots(figsize=(10, 1.0 + 0.6 * roles.shape[0]))[1]
     names = ["producer (TMA)"] + [f"consumer {i}" for i in range(roles.shape[0] - 1)]
     for y, spans in enumerate(roles):
-        for t, (s, e) in enumerate(spans):
-            colour = "tab:blue" if y == 0 else ("tab:orange" if (first + t) % 2 else "tab:red")
-            ax.barh(y, max(e - s, 1), left=s, height=0.6, color=colour, edgecolor="white")
-            if y and e - s > 0.02 * (roles.max() - roles.min()):
-                ax.text((s + e) / 2, y, str(first + t), ha="center", va="center", fontsize=6, color="white")
+        for t in range(first, last):
+            s, e = spans[t]
+            if y:  # a consumer works on tile t until tile t + 1 is ready
+                e = spans[t + 1][0] if t + 1 < len(spans) else e
+                ax.plot([spans[t][1]] * 2, [y - 0.35, y + 0.35], color="black", lw=0.8)
+            ax.barh(y, max(e - s, 1), left=s, height=0.6, edgecolor="white",
+                    color="tab:blue" if y == 0 else ("tab:orange" if t % 2 else "tab:red"))
+            if y:
+                ax.text((s + e) / 2, y, str(t), ha="center", va="center", fontsize=6, color="white")
     where = "measured live" if tl.get("source") == "live" else "recorded"
     ax.set(yticks=range(len(names)), yticklabels=names, xlabel=f"time in block (0, 0), {tl['unit']}",
-           title=f"{tl['rung']} at N={tl['n']}, tiles {first}-{first + roles.shape[1] - 1} of {tl['tiles']}, "
-                 f"{tl['stages']} stages ({where} on {tl['gpu']}, {tl['date']})")
+           title=f"{tl['rung']} at N={tl['n']}, tiles {first}-{last - 1} of {tl['tiles']}, {tl['stages']} stages "
+                 f"({where} on {tl['gpu']}, {tl['date']})")
     ax.invert_yaxis()
     return ax
 
 
 def summary(tl: dict) -> dict:
-    """What the chart shows, in numbers: producer lead, consumer busy fraction, time waiting for data."""
+    """What the chart shows, in numbers (SM cycles, medians over the steady state):
+    cycles per tile for a consumer; how long a consumer waited for data (from finishing tile t-1's group to tile
+    t+1 being ready, which includes the loop's own bookkeeping); how early the producer issued each copy."""
     roles = np.asarray(tl["roles"], dtype=float)
     prod, cons = roles[0], roles[1:]
-    busy = [(c[:, 1] - c[:, 0]).sum() / (c[-1, 1] - c[0, 0]) for c in cons]
-    waits = [np.clip(c[1:, 0] - c[:-1, 1], 0, None).sum() for c in cons]
-    lead = np.median(cons[0][:, 0] - prod[:, 1])  # how long before the consumers need it the copy was issued
-    return {"consumer_busy_fraction": [round(float(b), 3) for b in busy],
-            "consumer_wait_cycles": [int(w) for w in waits], "median_issue_to_use_cycles": int(lead)}
+    per_tile = [float(np.median(np.diff(c[:, 0]))) for c in cons]
+    wait = [float(np.median(np.clip(c[2:, 0] - c[:-2, 1], 0, None))) for c in cons]
+    lead = float(np.median(cons[0][:, 0] - prod[:, 1]))
+    return {"cycles_per_tile": [int(x) for x in per_tile], "wait_for_data_cycles": [int(x) for x in wait],
+            "issue_to_ready_cycles": int(lead)}
