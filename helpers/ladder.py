@@ -117,11 +117,22 @@ def ceiling(cid: str, save: bool = True) -> Ceiling:
 
 
 def recorded_entry(section: str, key: str) -> dict:
-    """A measurement only a GPU-host script takes (ncu counters: ci/bank_conflicts.py), always replayed."""
+    """A recorded measurement (e.g. the ncu counters of ci/bank_conflicts.py), labelled source='recorded'."""
     e = results.load().get(section, {}).get(key)
     if e is None:
-        raise NotRecorded(f"{section}/{key} was never recorded in {results.path_for()}; run ci/gpu.sh banks on a GPU.")
-    return {k: v for k, v in e.items() if k != "env"}
+        raise NotRecorded(f"{section}/{key} was never recorded in {results.path_for()}; measure it on a GPU that "
+                          f"has the feature (ci/gpu.sh).")
+    return {**{k: v for k, v in e.items() if k != "env"}, "source": "recorded"}
+
+
+def record_live(section: str, key: str, entry: dict, save: bool = True) -> dict:
+    """Stamp a live measurement with the GPU and date, record it (with the environment), label it live."""
+    dev = device()
+    env = dev.env()
+    entry = {**entry, "gpu": dev.name, "date": env["date"]}
+    if save:
+        results.record(section, key, {**entry, "env": env}, results.path_for(dev.slug))
+    return {**entry, "source": "live"}
 
 
 def recorded_ceilings() -> dict[str, Ceiling]:
@@ -152,18 +163,10 @@ def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
     r = _rung(rung_id)
     key = f"{r.id}:{label}"
     if why_not_live(r.needs_cc, r.arch):
-        e = results.load().get("demos", {}).get(key)
-        if e is None:
-            raise NotRecorded(f"demo {key} was never recorded in {results.path_for()}; run it on an H100.")
-        return {**{x: v for x, v in e.items() if x != "env"}, "source": "recorded"}
+        return recorded_entry("demos", key)
     res = _check(r, m, n, k, source=apply_config(r.path.read_text(), config))
-    dev = device()
-    env = dev.env()
-    entry = {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err, "all_finite": res.all_finite,
-             "passed": res.ok, "verdict": str(res), "gpu": dev.name, "date": env["date"]}
-    if save:
-        results.record("demos", key, {**entry, "env": env}, results.path_for(dev.slug))
-    return {**entry, "source": "live"}
+    return record_live("demos", key, {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err,
+                                      "all_finite": res.all_finite, "passed": res.ok, "verdict": str(res)}, save)
 
 
 def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
@@ -175,10 +178,7 @@ def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
     r = _rung(rung_id)
     key = f"{r.id}:{label}"
     if why_not_live(r.needs_cc, r.arch):
-        e = results.load().get("demos", {}).get(key)
-        if e is None:
-            raise NotRecorded(f"demo {key} was never recorded in {results.path_for()}; run it on an H100.")
-        return {**{x: v for x, v in e.items() if x != "env"}, "source": "recorded"}
+        return recorded_entry("demos", key)
     script = ("import json, sys, time\nfrom helpers import check, rung\nfrom helpers.build import apply_config\n"
               "from helpers.check import KernelFault\nr = rung(sys.argv[1])\n"
               "src = apply_config(r.path.read_text(), json.loads(sys.argv[2]))\nt0 = time.time()\n"
@@ -189,9 +189,4 @@ def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
                           capture_output=True, text=True, timeout=120)
     got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {
         "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]}", "seconds": None}
-    dev = device()
-    env = dev.env()
-    entry = {"rung": r.id, "change": config, "shape": [m, n, k], **got, "gpu": dev.name, "date": env["date"]}
-    if save:
-        results.record("demos", key, {**entry, "env": env}, results.path_for(dev.slug))
-    return {**entry, "source": "live"}
+    return record_live("demos", key, {"rung": r.id, "change": config, "shape": [m, n, k], **got}, save)

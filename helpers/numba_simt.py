@@ -66,10 +66,12 @@ def compare(n: int = 2048, save: bool = True) -> list[dict]:
     from . import results
     from .bench import _median_ms
     from .check import function, geometry, random_inputs, reference
-    from .gpu import device, why_not_live
+    from .gpu import why_not_live
+    from .ladder import record_live
     from .registry import rung
     if why_not_live():
-        return [e for key, e in sorted(results.load().get("numba", {}).items()) if key.endswith(f"@{n}")]
+        return [{**{k: v for k, v in e.items() if k != "env"}, "source": "recorded"}
+                for key, e in sorted(results.load().get("numba", {}).items()) if key.endswith(f"@{n}")]
     import cupy as cp
     out = []
     for rid, twin in TWINS.items():
@@ -82,11 +84,7 @@ def compare(n: int = 2048, save: bool = True) -> list[dict]:
         fn, (grid, block, smem) = function(r), geometry(r, n, n)
         ms_numba = _median_ms(lambda: run(twin, a, b, c), repeats=5)
         ms_cu = _median_ms(lambda: fn(grid, block, (a, b, c, *(np.int32(n),) * 3), shared_mem=smem), repeats=5)
-        dev = device()
-        env = dev.env()
-        row = {"twin": rid, "n": n, "numba_tflops": 2 * n**3 / ms_numba / 1e9, "cu_tflops": 2 * n**3 / ms_cu / 1e9,
-               "rel_err": err, "correct": err < 1e-4, "gpu": dev.name, "date": env["date"], "source": "live"}
-        if save:
-            results.record("numba", f"{rid}@{n}", {**row, "source": "recorded", "env": env}, results.path_for(dev.slug))
-        out.append(row)
+        out.append(record_live("numba", f"{rid}@{n}", {
+            "twin": rid, "n": n, "numba_tflops": 2 * n**3 / ms_numba / 1e9, "cu_tflops": 2 * n**3 / ms_cu / 1e9,
+            "rel_err": err, "correct": err < 1e-4}, save))
     return out

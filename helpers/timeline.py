@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import results
 from .build import apply_config, build
 from .check import faults_explained, geometry, kernel_args, random_inputs, validate
-from .gpu import device, why_not_live
-from .ladder import NotRecorded
+from .gpu import why_not_live
+from .ladder import record_live, recorded_entry
 from .registry import rung as _rung
 
 
@@ -18,10 +17,7 @@ def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool =
     r = _rung(rung_id)
     key = f"{r.id}@{n}"
     if why_not_live(r.needs_cc, r.arch):
-        e = results.load().get("timeline", {}).get(key)
-        if e is None:
-            raise NotRecorded(f"no timeline of {key} in {results.path_for()}; run it on an H100.")
-        return {**{k: v for k, v in e.items() if k != "env"}, "source": "recorded"}
+        return recorded_entry("timeline", key)
     import cupy as cp
     source = apply_config(r.path.read_text(), {"TRACE": 1})
     validate(r, n, n, n, source)
@@ -40,13 +36,9 @@ def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool =
         cp.cuda.runtime.deviceSynchronize()
     stamps = trace.get().reshape(roles, consts["TRACE_TILES"], 2)[:, :tiles].astype(np.int64)
     stamps -= stamps[stamps > 0].min()
-    dev = device()
-    env = dev.env()
-    entry = {"rung": r.id, "n": n, "tiles": tiles, "stages": consts["STAGES"], "consumers": consts["CONSUMERS"],
-             "roles": stamps.tolist(), "unit": "SM clock cycles", "gpu": dev.name, "date": env["date"]}
-    if save:
-        results.record("timeline", key, {**entry, "env": env}, results.path_for(dev.slug))
-    return {**entry, "source": "live"}
+    return record_live("timeline", key, {"rung": r.id, "n": n, "tiles": tiles, "stages": consts["STAGES"],
+                                         "consumers": consts["CONSUMERS"], "roles": stamps.tolist(),
+                                         "unit": "SM clock cycles"}, save)
 
 
 def plot_timeline(tl: dict, first: int = 0, count: int = 24, ax=None):
