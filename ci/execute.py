@@ -59,8 +59,8 @@ def main(paths) -> int:
             print(f"FAILED {path} ({rc})", flush=True)
             continue
         timings[path.stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        timings_file.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")  # the status page reads it
         print(f"{path} executed cold in {seconds:.1f} s", flush=True)
-    timings_file.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
     return 1 if failed else 0
 
 

@@ -4,8 +4,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
+# The browser test needs Debian's chromium and chromedriver; install them once if this machine lacks them.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+  { $sudo apt-get update -q && $sudo apt-get install -y -q chromium chromium-driver; } > /tmp/gemm-ladder-apt.log 2>&1 \
+    || { tail -20 /tmp/gemm-ladder-apt.log; echo "could not install chromium for the browser test"; exit 1; }
+fi
 # Notebooks are checked in replay mode so a test run never overwrites the recorded H100 results.
 GEMM_LADDER_REPLAY=1 python3 -m pytest -p no:cacheprovider -q tests chapters --nbval-lax
 rm -rf _build
+# The landing page's climb chart, drawn from the recorded results (never committed, so never stale).
+GEMM_LADDER_REPLAY=1 python3 -m helpers ladder --n 4096 8192 --plot images/climb.png --json > /dev/null
 jupyter-book build . -W --keep-going -q
 test -s _build/html/index.html && echo "book built: _build/html/index.html"
+# The built site in a real headless Chromium: pages load, figures render, internal links resolve.
+python3 -m pytest -p no:cacheprovider -q ci/test_book.py

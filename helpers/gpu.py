@@ -83,18 +83,25 @@ def live() -> bool:
     return os.environ.get(REPLAY_ENV, "") not in ("1", "true", "yes") and device() is not None
 
 
-def why_not_live(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
-    """One sentence saying why this work cannot run live here, or None when it can."""
+def missing(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
+    """What is missing to run this here, as a clause ('no CUDA GPU is visible'), or None."""
     if os.environ.get(REPLAY_ENV, "") in ("1", "true", "yes"):
-        return f"{REPLAY_ENV} is set, so recorded results are shown instead of measuring."
+        return f"{REPLAY_ENV} is set"
     dev = device()
     if dev is None:
-        return "No CUDA GPU is visible here, so recorded results are shown instead of measuring."
+        return "no CUDA GPU is visible"
     if dev.cc < tuple(needs_cc):
         what = feature or f"compute capability {needs_cc[0]}.{needs_cc[1]}"
-        return (f"This rung needs {what}, which the {dev.name} (compute capability {dev.cc[0]}.{dev.cc[1]}) "
-                f"does not have, so its recorded results are shown instead.")
+        return f"it needs {what}, which the {dev.name} (compute capability {dev.cc[0]}.{dev.cc[1]}) does not have"
     return None
+
+
+def why_not_live(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
+    """One sentence saying why this work cannot run live here, or None when it can."""
+    gap = missing(needs_cc, feature)
+    if gap is None:
+        return None
+    return f"{gap[0].upper()}{gap[1:]}, so recorded results are shown instead of measuring."
 
 
 def require_live(needs_cc: tuple = (8, 0), feature: str = "") -> Device:

@@ -79,8 +79,10 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
 
 
 def save_climb(rows, ceilings, path) -> None:
+    from pathlib import Path
     import matplotlib.pyplot as plt
     matplotlib.use("Agg", force=False)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     ax = climb(rows, ceilings)
     ax.figure.tight_layout()
     ax.figure.savefig(path, dpi=120)

@@ -123,3 +123,22 @@ def sass_claims(r) -> str:
     res = b.resources[r.entry]
     parts.append(f"spills {res.spill_stores + res.spill_loads} B")
     return f"{r.id}: " + ", ".join(parts)
+
+
+def status_text() -> str:
+    """The recording environment and each chapter's last execution time (results/execution.json)."""
+    import json
+    env = recorded_env()
+    lines = []
+    if env:
+        lines += [f"recorded on     {env['name']} ({env['sms']} SMs, compute capability {env['cc']}, "
+                  f"{env['l2_bytes'] // 2**20} MiB L2, SM clock up to {env['sm_clock_max_mhz']} MHz)",
+                  f"software        driver {env['driver']}, CUDA {env['cuda_driver_api']} (runtime "
+                  f"{env['cuda_runtime']}), CuPy {env['cupy']}, NVRTC {env['nvrtc']}",
+                  f"latest record   {env['date']}"]
+    timings = results.RESULTS / "execution.json"
+    if timings.exists():
+        lines.append("\nchapter                        executed cold in   on")
+        for name, t in sorted(json.loads(timings.read_text()).items()):
+            lines.append(f"{name:<30} {t['seconds']:>8.1f} s        {t['date']}")
+    return "\n".join(lines)

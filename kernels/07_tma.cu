@@ -25,7 +25,8 @@ constexpr int THREADS = 128 * WARPGROUPS;
 constexpr int N_MMAS = BN / WGMMA_N;
 constexpr int A_TILE = BM * BK;              // bf16 elements: the [BM, BK] box of A
 constexpr int B_TILE = BN * BK;              // and the [BN, BK] box of Bt
-constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // what expect_tx announces per stage: exactly what lands
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
+constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // what expect_tx announces: exactly the bytes the two boxes bring
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
 
 static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
@@ -50,7 +51,7 @@ gemm_tma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
     auto issue = [&](int kt) {
         const int s = kt % STAGES;
         const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
-        mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
+        mbarrier_arrive_expect_tx(bar, TX_BYTES);
         tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
         tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
     };

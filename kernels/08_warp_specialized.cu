@@ -23,7 +23,8 @@ constexpr int THREADS = 128 * (1 + CONSUMERS);
 constexpr int N_MMAS = BN / WGMMA_N;
 constexpr int A_TILE = BM * BK;
 constexpr int B_TILE = BN * BK;
-constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // expect_tx per stage
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
+constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // what expect_tx announces: exactly the bytes the two boxes bring
 constexpr int SMEM_BUDGET = 227 * 1024;             // what one block can opt in to on an H100
 constexpr int STAGES = (SMEM_BUDGET - 1024 - 1024) / STAGE_BYTES;  // ring depth from the budget (alignment, barriers)
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
@@ -71,7 +72,7 @@ gemm_warp_specialized(const __grid_constant__ TensorMap tmA, const __grid_consta
                 mbarrier_wait_parity(smem_addr(&empty[s]), (kt / STAGES) & 1);
                 stamp(0, kt, 0);
                 const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
-                mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
+                mbarrier_arrive_expect_tx(bar, TX_BYTES);
                 tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
                 tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
                 stamp(0, kt, 1);

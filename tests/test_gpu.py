@@ -90,7 +90,7 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
         "from helpers.build import apply_config\n"
         "from helpers.check import KernelFault\n"
         "r = rung('07_tma')\n"
-        "src = apply_config(r.path.read_text(), {'STAGE_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"
+        "src = apply_config(r.path.read_text(), {'TX_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"
         "try:\n"
         "    check(r, 256, 256, 128, source=src)\n"
         "except KernelFault as e:\n"

@@ -1,0 +1,130 @@
+"""A safe playground: edit a copy of any rung's kernel and run it, without risking the notebook or the record.
+
+    src = playground.source("04_swizzle")          # the rung's .cu as text (its registry config applied)
+    src = src.replace("...", "...")                 # the learner's edit
+    playground.play("04_swizzle", src)             # compile (errors with their line), check, time
+
+Compilation happens here and needs no GPU. The check and the timing run in a child process with a time limit:
+a kernel that hangs or faults is killed there, one sentence says what probably happened, and this notebook's
+CUDA context stays healthy. Results go to a scratch file, never to results/.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from .build import CompileError, apply_config, build
+from .check import ShapeError, validate
+from .gpu import missing
+from .registry import ROOT, rung as _rung
+
+TIMEOUT_S = 60
+
+_CHILD = r"""
+import json, sys
+from helpers import bench, check, rung
+from helpers.check import KernelFault, ShapeError
+r, src = rung(sys.argv[1]), open(sys.argv[2]).read()
+shapes, n = json.loads(sys.argv[3]), int(sys.argv[4])
+out = {"checks": []}
+try:
+    for m, nn, k in shapes:
+        res = check(r, m, nn, k, source=src)
+        out["checks"].append(str(res))
+        if not res.ok:
+            break
+    else:
+        b = bench(r, n, source=src)
+        out["bench"] = {"tflops": b.kernel.tflops, "cublas_tflops": b.cublas.tflops, "ratio": b.ratio}
+except (KernelFault, ShapeError) as e:
+    out["error"] = str(e)
+print("PLAYGROUND " + json.dumps(out))
+"""
+
+
+@dataclass
+class Outcome:
+    rung: str
+    compiled: bool
+    message: str        # what a learner reads: the compile error, the check verdicts, the timing, or the fault
+    ok: bool = False    # compiled, every check passed, and (live) it was timed
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def source(rung_id: str) -> str:
+    """The rung's kernel as it is built (registry constexpr overrides applied): a starting point to edit."""
+    r = _rung(rung_id)
+    return apply_config(r.path.read_text(), r.config)
+
+
+CANDIDATE_SHAPES = [(256, 256, 256), (384, 256, 512), (256, 512, 256), (384, 512, 512), (512, 512, 512)]
+
+
+def default_shapes(rung_id: str, src: str | None = None) -> list[tuple[int, int, int]]:
+    """The first two small shapes (one square, one not) that the rung, or its variant, accepts."""
+    r, ok = _rung(rung_id), []
+    for shape in CANDIDATE_SHAPES:
+        try:
+            validate(r, *shape, source=src)
+            ok.append(shape)
+        except ShapeError:
+            pass
+    return ok[:2]
+
+
+def play(rung_id: str, src: str | None = None, n: int = 2048, shapes=None, timeout_s: int = TIMEOUT_S) -> Outcome:
+    """Compile the learner's variant; when a GPU is present, check it on fresh data and time it against
+    cuBLAS in a child process that is killed after `timeout_s`."""
+    r = _rung(rung_id)
+    src = source(rung_id) if src is None else src
+    try:
+        b = build(r, src)
+    except CompileError as e:
+        return Outcome(r.id, False, f"compile error in {e}")
+    res = b.resources.get(r.entry)
+    if res is None:
+        return Outcome(r.id, True, f"compiled, but there is no kernel named {r.entry}: keep the extern \"C\" name.")
+    head = (f"compiled: {res.registers} registers, {res.spill_stores + res.spill_loads} bytes spilled, "
+            f"{res.smem_static} B static shared memory")
+    gap = missing(r.needs_cc, r.arch)
+    if gap:
+        return Outcome(r.id, True, f"{head}\nnot run here: {gap}. Compiling and the resource report above work anyway.")
+    shapes = shapes or default_shapes(rung_id, src)
+    try:
+        for shape in shapes:
+            validate(r, *shape, source=src)
+        validate(r, n, n, n, source=src)
+    except ShapeError as e:
+        return Outcome(r.id, True, f"{head}\nnot run: {e}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "variant.cu")
+        with open(path, "w") as f:
+            f.write(src)
+        env = {**os.environ, "GEMM_LADDER_RESULTS": os.path.join(tmp, "scratch.json"),
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        try:
+            proc = subprocess.run([sys.executable, "-c", _CHILD, r.id, path, json.dumps(shapes), str(n)],
+                                  capture_output=True, text=True, timeout=timeout_s, env=env, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            return Outcome(r.id, True, f"{head}\nstopped after {timeout_s} s: the kernel probably never finishes "
+                                       f"(a barrier that never completes, a loop whose bound never changes). "
+                                       f"Nothing was recorded; this notebook is unaffected.")
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("PLAYGROUND ")), None)
+    if line is None:
+        return Outcome(r.id, True, f"{head}\nthe run crashed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
+    out = json.loads(line[len("PLAYGROUND "):])
+    lines = [head, *out["checks"]]
+    if "error" in out:
+        lines.append(out["error"].replace("restart the Python kernel before the next GPU cell",
+                                          "only the child process was affected"))
+    if "bench" in out:
+        bt = out["bench"]
+        lines.append(f"N={n}: {bt['tflops']:.1f} TFLOP/s, cuBLAS {bt['cublas_tflops']:.1f}, "
+                     f"{bt['ratio']:.1%} of cuBLAS (not recorded)")
+    return Outcome(r.id, True, "\n".join(lines), ok="bench" in out)
