@@ -121,8 +121,9 @@ def play(rung_id: str, src: str | None = None, n: int = 2048, shapes=None, timeo
     out = json.loads(line[len("PLAYGROUND "):])
     lines = [head, *out["checks"]]
     if "error" in out:
-        lines.append(out["error"].replace("restart the Python kernel before the next GPU cell",
-                                          "only the child process was affected"))
+        lines.append(out["error"].replace("This process's CUDA context is now unusable: restart the Python kernel "
+                                          "before the next GPU cell.", "It ran in a child process: this notebook "
+                                          "and its GPU context are unaffected."))
     if "bench" in out:
         bt = out["bench"]
         lines.append(f"N={n}: {bt['tflops']:.1f} TFLOP/s, cuBLAS {bt['cublas_tflops']:.1f}, "
