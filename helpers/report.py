@@ -19,8 +19,14 @@ def recorded_env() -> dict | None:
 def banner_text() -> str:
     if live():
         d = device()
-        return (f"LIVE: numbers below are measured when each cell runs, here on {d.name} (driver {d.driver}, "
+        text = (f"LIVE: numbers below are measured when each cell runs, here on {d.name} (driver {d.driver}, "
                 f"CUDA {d.cuda_driver_api}, CuPy {d.cupy}); this run started {d.env()['date']}.")
+        from .registry import RUNGS
+        lacking = [r.id for r in RUNGS if d.cc < tuple(r.needs_cc)]
+        if lacking:  # e.g. a Colab T4 or A100: the Hopper rungs cannot run there
+            text += (f" This GPU lacks what {', '.join(lacking)} need (an H100: sm_90a); their numbers are the "
+                     f"recorded ones.")
+        return text
     env = recorded_env()
     where = (f"{env['name']} on {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "
              f"CuPy {env['cupy']})") if env else "nowhere yet (the results file is empty)"

@@ -116,3 +116,24 @@ def test_broken_results_file_gives_one_clear_error(tmp_path):
     bad.write_text("[1, 2")
     out = _cli("--plot", "", env_extra={"GEMM_LADDER_RESULTS": str(bad)})
     assert out.returncode != 0 and "not valid JSON" in out.stderr and bad.read_text() == "[1, 2"
+
+
+def test_banner_on_a_non_hopper_gpu_names_the_rungs_it_replays(monkeypatch):
+    from helpers import gpu, report
+    a100 = gpu.Device("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 << 20, 164 << 10, 1410, 1215, "550.54", "12.4",
+                      "12.4", "14.2.0", "12.4")
+    monkeypatch.setattr(report, "live", lambda: True)
+    monkeypatch.setattr(report, "device", lambda: a100)
+    text = report.banner_text()
+    lacking = text.split("lacks what ")[1]
+    assert "06_wgmma_m64n64" in lacking and "09_setmaxnreg" in lacking and "05_cp_async" not in lacking
+    assert "sm_90a" in text
+
+
+def test_why_not_live_is_one_sentence_for_an_old_gpu(monkeypatch):
+    from helpers import gpu
+    monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
+    monkeypatch.setattr(gpu, "device", lambda: gpu.Device("Tesla T4", (7, 5), 40, 4 << 20, 64 << 10, 1590, 5001,
+                                                          "535", "12.2", "12.2", "14.2.0", "12.2"))
+    msg = gpu.why_not_live((9, 0), "sm_90a")
+    assert msg.startswith("It needs sm_90a, which the Tesla T4") and msg.endswith(".") and ". " not in msg
