@@ -8,7 +8,7 @@ from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, m
                     measure_l2_read, sm_clock_under_load)
 from .check import check
 from .gpu import device, why_not_live
-from .registry import RUNGS, Rung, rung as _rung
+from .registry import PROBES, RUNGS, Rung, rung as _rung
 
 
 class NotRecorded(LookupError):
@@ -32,8 +32,7 @@ class Row:
     date: str
 
     def json(self) -> dict:
-        d = asdict(self)
-        return d
+        return asdict(self)
 
 
 def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True) -> Row:
@@ -101,8 +100,8 @@ class Ceiling:
 def ceiling(cid: str, save: bool = True) -> Ceiling:
     """One of the machine's ceilings: measured now when live (and recorded), else the recorded value."""
     label, unit, how = CEILINGS[cid]
-    needs = (9, 0) if cid == "hgmma_peak" else (8, 0)
-    if why_not_live(needs, "sm_90a") is None:
+    needs = next((p.needs_cc for p in PROBES if p.id == cid), (8, 0))  # a probe knows what it needs; cuBLAS runs anywhere
+    if why_not_live(needs, "sm_90a" if needs >= (9, 0) else "") is None:
         dev = device()
         env = dev.env()
         c = Ceiling(cid, label, float(how()), unit, "live", dev.name, env["date"])
