@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
-#   bash ci/gpu.sh [tests] [sanitize] [ceilings] [banks] [tune] [ladder] [notebooks]   (default: all but tune)
+#   bash ci/gpu.sh [tests] [sanitize] [ceilings] [banks] [l2] [tune] [ladder] [notebooks]   (default: all but tune)
 # Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 LOGS=$(mktemp -d)  # logs travel inside recorded.tgz: the device tool returns at most 8 files
-steps=${*:-tests sanitize ceilings banks ladder notebooks}
+steps=${*:-tests sanitize ceilings banks l2 ladder notebooks}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 if [ -d .whl ]; then  # Jupyter/nbval wheels carried to a GPU host that cannot reach PyPI
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -26,6 +26,7 @@ for step in $steps; do
     ceilings) python3 -c "from helpers import CEILINGS, ceiling
 for cid in CEILINGS: c = ceiling(cid); print(f'{c.label:<40} {c.value:9.2f} {c.unit}')" 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
     banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
+    l2)       python3 ci/l2_schedule.py 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
     tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;
     ladder)   python3 -m helpers ladder --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;

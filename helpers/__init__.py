@@ -5,16 +5,16 @@
     bench(rung, m, n, k)   median CUDA-event time against cuBLAS in the same run
     measure(rung, n)       check + bench + record when live; the recorded row when replaying
     ceiling(id)            a machine ceiling from chapter 00, measured or recorded
-    roofline / climb       the two plots; explore() adds widgets
+    roofline / climb       the two plots; explore() adds widgets; sweep() plots TFLOP/s against N
     banner()               says LIVE or REPLAY, and where replayed numbers came from
 """
 from .bench import bench, cublas_tflops
 from .build import Build, CompileError, build
 from .check import ShapeError, check, launch, random_inputs
 from .gpu import NoGPU, device, live, why_not_live
-from .ladder import (CEILINGS, NotRecorded, Row, ceiling, demo_check, demo_fault, measure, recorded_ceilings, recorded_entry,
-                     replay, rows)
-from .plot import climb, explore, roofline
+from .ladder import (CEILINGS, NotRecorded, Row, ceiling, demo_check, demo_fault, measure, persistent_grid,
+                     recorded_ceilings, recorded_entry, replay, rows)
+from .plot import climb, explore, roofline, sweep
 from .registry import PROBES, RUNGS, chapter_rungs, intensity, probe, rung
 from .report import banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file, show_source, table
 from .results import ResultsError

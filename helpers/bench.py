@@ -100,7 +100,7 @@ def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
     grid, block, smem = geometry(r, m, n, source)
     sets = input_sets_for(m, n, k, np.dtype(_cp_dtype(r.dtype)).itemsize, dev.l2_bytes)
     inputs = [random_inputs(r.dtype, m, n, k, b_layout=r.b_layout) for _ in range(sets)]
-    c = cp.empty((m, n), dtype=cp.float32)
+    c = cp.empty((m, n), dtype=_cp_dtype(r.out_dtype))
     c_ref = cp.empty((m, n), dtype=inputs[0][0].dtype)
     args = [kernel_args(r, a, b, c, source) for a, b in inputs]  # tensor maps are encoded once, not per launch
 

@@ -239,3 +239,29 @@ def register_budget(producer: int, consumer: int, consumers: int = 2, file: int 
     total = 128 * producer + 128 * consumers * consumer
     return {"registers": total, "file": file, "fits": total <= file, "legal_values": legal,
             "start_cap": file // (128 * (1 + consumers)) // 8 * 8}
+
+
+def ring_parities(stages: int, k_tiles: int) -> list[dict]:
+    """The mbarrier handshake of a persistent ring, step by step: k tile `it` (counted over every tile the block
+    computes) uses slot it % stages on lap it // stages. The consumer waits on the slot's full barrier for the
+    phase of that lap (parity lap % 2); the producer waits on its empty barrier for the phase before (parity
+    (lap - 1) % 2), which a freshly initialised barrier reports as complete, so lap 0 never waits."""
+    return [{"it": it, "slot": it % stages, "lap": it // stages, "consumer_waits_full": (it // stages) % 2,
+             "producer_waits_empty": ((it // stages) & 1) ^ 1, "producer_may_wait": it >= stages}
+            for it in range(k_tiles)]
+
+
+def waves(m: int, n: int, tile_m: int, tile_n: int, workers: int) -> dict:
+    """Wave quantization of a persistent schedule: `workers` (clusters) take tiles round robin; the busiest
+    takes ceil(tiles / workers), so the chip is busy tiles / (workers * that) of the time."""
+    tiles = (m // tile_m) * (n // tile_n)
+    most = -(-tiles // workers)
+    return {"tiles": tiles, "workers": workers, "waves": tiles / workers, "busiest": most,
+            "efficiency": tiles / (workers * most)}
+
+
+def l2_bytes_per_k_tile(bm: int, bn: int, bk: int, cluster: int, itemsize: int = 2) -> dict:
+    """Bytes one CTA asks L2 for per k tile: its own A rows, and its share of B (all of it, or 1/cluster of it
+    when the cluster multicasts B), against the bytes that land in its shared memory."""
+    a, b = bm * bk * itemsize, bn * bk * itemsize
+    return {"requested": a + b // cluster, "landed": a + b, "saved": 1 - (a + b // cluster) / (a + b)}

@@ -155,6 +155,21 @@ def rows(rung_ids=None, sizes=(4096,), progress=None) -> list[Row]:
     return out
 
 
+def persistent_grid(rung_id: str, save: bool = True) -> dict:
+    """How many clusters (and blocks) a persistent rung launches: the driver's count of clusters that fit on the
+    chip at once, live (and recorded), or as recorded."""
+    from .check import resident_clusters
+    from .build import build
+    r = _rung(rung_id)
+    if why_not_live(r.needs_cc, r.arch):
+        return recorded_entry("grids", r.id)
+    dev = device()
+    cluster = build(r).consts.get("CLUSTER", 1)
+    clusters = resident_clusters(r)
+    return record_live("grids", r.id, {"rung": r.id, "cluster": cluster, "clusters": clusters,
+                                       "blocks": clusters * cluster, "sms": dev.sms}, save)
+
+
 def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
     """check() of a deliberately changed variant (e.g. a wrong swizzle mode), live and recorded, or replayed."""
     from .build import apply_config

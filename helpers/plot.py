@@ -78,6 +78,26 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
     return ax
 
 
+def sweep(rows, ax=None, title: str = "TFLOP/s against N"):
+    """One line per rung over square sizes N, and cuBLAS as measured beside them (median over the rungs' runs)."""
+    import matplotlib.pyplot as plt
+    rows = [r for r in rows if r.m == r.n == r.k]
+    ax = ax or plt.subplots(figsize=(7.5, 4.2))[1]
+    for name in dict.fromkeys(r.rung for r in rows):
+        mine = sorted((r.n, r.tflops) for r in rows if r.rung == name)
+        ax.plot(*zip(*mine), marker="o", label=name)
+    sizes = sorted({r.n for r in rows})
+    ref = [statistics.median(r.cublas_tflops for r in rows if r.n == n) for n in sizes]
+    ax.plot(sizes, ref, color="black", ls="--", marker="s", label="cuBLAS (same runs)")
+    ax.set(xscale="log", xlabel="N (square N x N x N)", ylabel="TFLOP/s", title=f"{title}\n({_source_note(rows)})")
+    ax.set_xticks(sizes, [str(n) for n in sizes])
+    ax.minorticks_off()
+    ax.set_ylim(0, max(ref + [r.tflops for r in rows]) * 1.15)
+    ax.grid(True, alpha=0.25)
+    ax.legend(fontsize=8, loc="lower right")
+    return ax
+
+
 def save_climb(rows, ceilings, path) -> None:
     from pathlib import Path
     import matplotlib.pyplot as plt

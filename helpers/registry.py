@@ -30,7 +30,10 @@ class Rung:
     file: str | None = None      # the .cu this rung builds (default: its id); variants share a file
     config: dict = field(default_factory=dict)  # constexpr overrides applied to that file, e.g. {"STAGES": 2}
     b_layout: str = "kn"         # "kn": B is [K, N] row-major; "nk": B is stored as Bt [N, K] (K-major, Hopper rungs)
-    operands: str = "pointers"   # "pointers" (A, B, C, M, N, K) or "tensor_maps" (TMA maps of A and Bt, then C, M, N, K)
+    operands: str = "pointers"   # "pointers" (A, B, C, M, N, K), "tensor_maps" (TMA maps of A and Bt, then C, M, N, K)
+                                 # or "tensor_maps_c" (maps of A, Bt and C, then C, M, N, K)
+    out_dtype: str = "fp32"      # dtype of C: fp32, or bf16 (rounded from the fp32 accumulators, as cuBLAS does)
+    grid: str = "tiles"          # "tiles": one block per tile; "persistent": one block per SM a cluster can use
 
     @property
     def chapter(self) -> str:
@@ -50,6 +53,16 @@ _CP_ASYNC = ("LDGSTS", "LDSM.16.M88.4", "LDSM.16.MT88.4", "HMMA.16816.F32.BF16")
 def _hopper(*sass: str, tma: bool = False) -> dict:
     return dict(needs_cc=(9, 0), b_layout="nk", sass_has=sass, operands="tensor_maps" if tma else "pointers",
                 sass_lacks=("HMMA", "LDL", "STL") + (("LDGSTS",) if tma else ()))
+
+
+def _beyond(*sass: str) -> dict:
+    """Chapter 10: one persistent kernel file, its steps switched on by constexprs; bf16 C like cuBLAS."""
+    return dict(_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", *sass, tma=True),
+                dtype="bf16", out_dtype="bf16", file="10_beyond_cublas", grid="persistent",
+                operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"})
+
+
+_BEYOND = _beyond()
 
 RUNGS: tuple[Rung, ...] = (
     Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
@@ -89,6 +102,14 @@ RUNGS: tuple[Rung, ...] = (
     Rung("09_setmaxnreg", "setmaxnreg 24/240, 128x256 tiles", "gemm_setmaxnreg", dtype="bf16", divides=_TILED,
          **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", tma=True),
          target=(620, 4096, "tflops")),
+    Rung("10_persistent", "persistent, tiles row by row, bf16 C", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_BEYOND),
+    Rung("10_grouped", "+ grouped tile order for L2", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0}, **_BEYOND),
+    Rung("10_cluster", "+ 2x1 clusters, B multicast", "gemm_beyond_cublas",
+         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST")),
+    Rung("10_beyond_cublas", "+ TMA-store epilogue", "gemm_beyond_cublas",
+         **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D"), target=(1.05, 4096, "cublas")),
 )
 
 

@@ -12,7 +12,9 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(128, 128, 32), (256, 128, 64), (128, 256, 96), (384, 128, 160), (256, 512, 1024), (1024, 1024, 1024),
           (1152, 640, 288), (768, 1280, 2048), (4096, 128, 256), (2048, 2048, 2048), (128, 384, 136),
           (128, 256, 64), (256, 256, 128), (384, 512, 192), (128, 768, 320), (640, 256, 448), (512, 1024, 64),
-          (129, 130, 131), (1, 1, 1), (33, 65, 17), (640, 1152, 72), (127, 255, 9)]
+          (129, 130, 131), (1, 1, 1), (33, 65, 17), (640, 1152, 72), (127, 255, 9),
+          # multiples of chapter 10's 256 x 256 cluster tile; the first two give some clusters several tiles
+          (4096, 4096, 128), (2304, 4352, 192), (512, 768, 576), (1280, 512, 320), (256, 2560, 64)]
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
@@ -48,6 +50,15 @@ def test_wrong_dtype_is_refused_before_launch():
     a = cp.ones((128, 128), cp.float64)
     with pytest.raises(ShapeError, match="fp32"):
         launch("01_warptiled", a, a, cp.empty((128, 128), cp.float32))
+
+
+def test_fp32_c_is_refused_where_the_rung_writes_bf16():
+    import cupy as cp
+    from helpers import launch
+    from helpers.check import random_inputs
+    a, b = random_inputs("bf16", 256, 256, 64, b_layout="nk")
+    with pytest.raises(ShapeError, match="bf16 C"):
+        launch("10_beyond_cublas", a, b, cp.empty((256, 256), cp.float32))
 
 
 @pytest.mark.parametrize("name", ["01_naive", "01_smem_tiled"])

@@ -51,3 +51,11 @@ __device__ __forceinline__ void mbarrier_wait_parity(unsigned bar, unsigned pari
     while (!mbarrier_try_wait_parity(bar, parity))
         if (globaltimer_ns() - start > MBARRIER_TIMEOUT_NS) __trap();
 }
+
+// mbarrier.arrive.shared::cluster.b64 _, [bar]: one arrival on a barrier that may live in another CTA of the
+// cluster (its address from mapa_shared_cluster, kernels/common/cluster.cuh). The default .release.cta is
+// enough when the reads being released were wgmmas already waited for; spelling .release.cluster costs a
+// GPU-wide MEMBAR before every arrival.
+__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned cluster_bar) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}

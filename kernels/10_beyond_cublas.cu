@@ -1,0 +1,187 @@
+// Rung 10_beyond_cublas: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
+// Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups at 24/240 registers).
+// What changes, one constexpr at a time, so chapter 10 can time each step on its own:
+//   PERSISTENT work: one block per SM walks a list of tiles, so the producer fetches tile i+1 while the
+//     consumers write tile i; the ring's stage index and mbarrier parity run on across tiles.
+//   SCHEDULE: the order of that list. Row by row, a wave of 132 tiles spans all of B; grouped, it is a
+//     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them.
+//   CLUSTER = 2: two CTAs on neighbouring SMs compute vertically adjacent tiles that need the same B tile. Each
+//     fetches half of it and multicasts to both, so L2 serves B once per pair.
+//   EPILOGUE = 1: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
+//     64 x 64 chunks through two buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
+// Producers wait on an empty slot with the parity of the phase before (a fresh barrier counts as completed
+// there), so no initial arrivals are needed; wgmma's scale-d = 0 on the first k step replaces zeroing.
+// New PTX: cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast, tma_store_2d, cp.async.bulk
+// commit/wait groups, mbarrier_arrive_cluster.  Requires: sm_90a.
+//
+// C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 row-major (tensor map and pointer);
+// M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use (the host asks the driver).
+#include <cuda_bf16.h>
+#include "common/cluster.cuh"
+#include "common/mbarrier.cuh"
+#include "common/mma_sync.cuh"
+#include "common/setmaxnreg.cuh"
+#include "common/tma.cuh"
+#include "common/wgmma.cuh"
+
+constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
+constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
+constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
+constexpr int EPILOGUE = 1;                  // 0: registers -> global stores, 1: registers -> shared -> TMA store
+constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
+constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
+constexpr int BN = 256;                      // columns of C per CTA
+constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
+constexpr int CLUSTER_BM = BM * CLUSTER;     // rows of C per cluster: what M must divide into
+constexpr int B_BOX_ROWS = BN / CLUSTER;     // rows of Bt each CTA of the cluster fetches and multicasts
+constexpr int THREADS = 128 * (1 + CONSUMERS);
+constexpr int A_TILE = BM * BK;
+constexpr int B_TILE = BN * BK;
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
+constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // bytes landing in THIS CTA per slot: its A, both halves of B
+constexpr int C_CHUNK = 64;                         // columns per TMA store: 64 bf16 = one 128-byte swizzled row
+constexpr int C_BUFFER_BYTES = 64 * C_CHUNK * 2;    // [64, C_CHUNK] bf16, 128B swizzle: one consumer's chunk
+constexpr int C_STAGING = EPILOGUE * CONSUMERS * 2 * C_BUFFER_BYTES;  // two buffers per consumer (if EPILOGUE)
+constexpr int SMEM_BUDGET = 227 * 1024;
+constexpr int STAGES = (SMEM_BUDGET - 1024 - C_STAGING) / STAGE_BYTES;    // ring depth from what is left
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_STAGING + 1024;       // + 1024 to align the ring
+
+constexpr int PRODUCER_REGS = 40;            // the tile scheduler's arithmetic needs more than rung 09's 24
+constexpr int CONSUMER_REGS = 232;
+
+static_assert(STAGES >= 2 && SMEM_BYTES <= SMEM_BUDGET, "the budget must hold at least two stages");
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file holds 65,536");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
+static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
+
+// Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
+__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0) {
+    int tm, tn;
+    if constexpr (SCHEDULE == 0) {
+        tm = t / tiles_n;
+        tn = t % tiles_n;
+    } else {  // groups of GROUP_M tile rows; inside a group, walk down a column, then move one column right
+        const int per_group = GROUP_M * tiles_n, group = t / per_group, first = group * GROUP_M;
+        const int rows = min(tiles_m - first, GROUP_M), i = t - group * per_group;
+        tm = first + i % rows;
+        tn = i / rows;
+    }
+    row0 = tm * CLUSTER_BM;
+    col0 = tn * BN;
+}
+
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+                   const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+    extern __shared__ unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;
+    unsigned char* cstage = smem + (ring - smem_addr(smem)) + STAGES * STAGE_BYTES;  // [CONSUMERS][2] buffers
+
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+    const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+    const int tiles_m = M / CLUSTER_BM, tiles_n = N / BN, tiles = tiles_m * tiles_n, k_tiles = K / BK;
+    const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(smem_addr(&full[s]), 1);                    // the local producer's expect_tx
+            mbarrier_init(smem_addr(&empty[s]), CONSUMERS * CLUSTER);  // every consumer of the cluster frees it
+        }
+        fence_mbarrier_init();
+    }
+    if constexpr (CLUSTER > 1) barrier_cluster_sync(); else __syncthreads();
+
+    if (wg == 0) {  // producer warpgroup: one thread issues every copy
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (t == 0) {
+            int it = 0;  // k tiles issued so far, over all tiles: slot = it % STAGES, lap = it / STAGES
+            for (int tile = first_tile; tile < tiles; tile += tile_step) {
+                int row0, col0;
+                tile_origin(tile, tiles_m, tiles_n, row0, col0);
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    // Lap L needs the slot's (L-1)-th release. A fresh barrier sits in phase 0, so a wait on the
+                    // parity of phase "-1" (odd) passes at once: lap 0 never waits.
+                    mbarrier_wait_parity(smem_addr(&empty[s]), ((it / STAGES) & 1) ^ 1);
+                    const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES, sB = sA + A_TILE * 2;
+                    mbarrier_arrive_expect_tx(bar, TX_BYTES);
+                    tma_load_2d(sA, &tmA, kt * BK, row0 + rank * BM, bar);
+                    if constexpr (CLUSTER > 1)
+                        tma_load_2d_multicast(sB + rank * B_BOX_ROWS * 128, &tmB, kt * BK, col0 + rank * B_BOX_ROWS,
+                                              bar, (1 << CLUSTER) - 1);
+                    else
+                        tma_load_2d(sB, &tmB, kt * BK, col0, bar);
+                }
+            }
+        }
+    } else {  // consumer warpgroups
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1, warp = t / 32, lane = t % 32;
+        float acc[WGMMA_N / 2];
+        int it = 0;
+        // Free slot s for its next lap in every CTA of the cluster: the partner multicasts into ours too.
+        auto release = [&](int s) {
+            if (t != 0) return;
+            if constexpr (CLUSTER > 1)
+                for (int r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(mapa_shared_cluster(smem_addr(&empty[s]), r));
+            else
+                mbarrier_arrive(smem_addr(&empty[s]));
+        };
+        for (int tile = first_tile; tile < tiles; tile += tile_step) {
+            int row0, col0;
+            tile_origin(tile, tiles_m, tiles_n, row0, col0);
+            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
+                const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
+                    wgmma_m64nNk16_bf16<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32),
+                                                 kt + kk > 0);
+                wgmma_commit_group();
+                wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
+                if (kt > 0) release((it - 1) % STAGES);
+            }
+            wgmma_wait_group<0>();
+            release((it - 1) % STAGES);  // the producer may refill it while we write C
+
+            // Accumulator i of thread t sits at row 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4)
+            // (+1 for odd i): pairs (i, i+1) are neighbours in a row and become one bf16x2.
+            const int row = row0 + rank * BM + c * 64;
+            if constexpr (EPILOGUE == 0) {
+#pragma unroll
+                for (int i = 0; i < WGMMA_N / 2; i += 2) {
+                    const int r = row + 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + 2 * (lane % 4);
+                    *reinterpret_cast<__nv_bfloat162*>(&C[(size_t)r * N + col]) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                }
+            } else {
+#pragma unroll
+                for (int q = 0; q < BN / C_CHUNK; ++q) {
+                    unsigned char* buf = cstage + (c * 2 + q % 2) * C_BUFFER_BYTES;  // [64, 64] bf16, 128B swizzle
+                    // Reuse rule: the TMA store that read this buffer two chunks ago must be done reading it.
+                    if (t == 0) cp_async_bulk_wait_group_read<1>();
+                    bar_sync(1 + c, 128);
+#pragma unroll
+                    for (int i = q * 32; i < q * 32 + 32; i += 2) {
+                        const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), chunk16 = (i / 4) % 8;
+                        // 128B swizzle, as the tensor map expects: 16-byte chunk j of row r sits at j ^ (r % 8).
+                        // The 8 rows of one store instruction then hit 8 different chunks: no bank conflicts.
+                        *reinterpret_cast<__nv_bfloat162*>(buf + r * 128 + ((chunk16 ^ (r % 8)) * 16) + 4 * (lane % 4)) =
+                            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                    }
+                    fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
+                    bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts
+                    if (t == 0) {
+                        tma_store_2d(&tmC, col0 + q * C_CHUNK, row, smem_addr(buf));
+                        cp_async_bulk_commit_group();
+                    }
+                }
+            }
+        }
+        if (EPILOGUE == 1 && t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
+    }
+    // No CTA leaves while its partner may still arrive on its barriers.
+    if constexpr (CLUSTER > 1) barrier_cluster_sync();
+}
