@@ -35,12 +35,14 @@ class Row:
         return asdict(self)
 
 
-def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True) -> Row:
-    """Live: check on fresh data, time against cuBLAS, record. Replay: the recorded row, labelled so."""
+def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True,
+            section: str = "gemm") -> Row:
+    """Live: check on fresh data, time against cuBLAS, record. Replay: the recorded row, labelled so.
+    `section` keeps a study's rows (chapter 11's sweep) apart from the rows the rung's own chapter recorded."""
     r = _rung(r) if isinstance(r, str) else r
     n, k = n or m, k or m
     if why_not_live(r.needs_cc, r.arch):
-        return replay(r, m, n, k)
+        return replay(r, m, n, k, section)
     dev = device()
     ok = check(r, m, n, k)
     b = bench(r, m, n, k)
@@ -51,16 +53,17 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
         entry = {**row.json(), "ms": b.kernel.ms, "cublas_ms": b.cublas.ms, "launches": b.kernel.launches,
                  "input_sets": b.input_sets, "env": env}
         entry.pop("source")
-        results.record("gemm", results.gemm_key(r.id, m, n, k), entry, results.path_for(dev.slug))
+        results.record(section, results.gemm_key(r.id, m, n, k), entry, results.path_for(dev.slug))
     return row
 
 
-def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None) -> Row:
+def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None, section: str = "gemm") -> Row:
     r = _rung(r) if isinstance(r, str) else r
     n, k = n or m, k or m
-    e = results.recorded_gemm(r.id, m, n, k)
+    e = results.recorded_gemm(r.id, m, n, k, section=section)
     if e is None:
-        raise NotRecorded(f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}; "
+        where = "" if section == "gemm" else f" (section {section})"
+        raise NotRecorded(f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}{where}; "
                           f"run it on a GPU to measure it.")
     return Row(r.id, m, n, k, e["dtype"], e["tflops"], e["cublas_tflops"], e["ratio"], e["correct"],
                e["rel_err"], "recorded", e["gpu"], e["date"])

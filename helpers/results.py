@@ -67,8 +67,8 @@ def gemm_key(rung_id: str, m: int, n: int, k: int) -> str:
     return f"{rung_id}@{m}x{n}x{k}"
 
 
-def recorded_gemm(rung_id: str, m: int, n: int, k: int, path: Path | None = None) -> dict | None:
-    return load(path)["gemm"].get(gemm_key(rung_id, m, n, k))
+def recorded_gemm(rung_id: str, m: int, n: int, k: int, path: Path | None = None, section: str = "gemm") -> dict | None:
+    return load(path).get(section, {}).get(gemm_key(rung_id, m, n, k))
 
 
 def recorded_ceiling(ceiling_id: str, path: Path | None = None) -> dict | None:
