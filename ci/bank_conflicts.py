@@ -20,16 +20,19 @@ PIPES = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_e
 RUN = "from helpers import check; import sys; print(check(sys.argv[1], int(sys.argv[2])))"
 
 
-def ncu(rung_id: str, n: int, metrics) -> dict:
+def ncu(rung_id: str, n: int, metrics, script: str = RUN, kernels: str = "regex:^gemm_") -> dict:
+    """The metrics of the first kernel matching `kernels` that `script` (given rung_id and n) launches, with
+    that kernel's name under "kernel"."""
     out = subprocess.run(["ncu", "--csv", "--clock-control", "none", "--metrics", ",".join(metrics),
-                          "-k", "regex:gemm_", "-c", "1", sys.executable, "-c", RUN, rung_id, str(n)],
-                         capture_output=True, text=True, timeout=300)
+                          "-k", kernels, "-c", "1", sys.executable, "-c", script, rung_id, str(n)],
+                         capture_output=True, text=True, timeout=600)
     rows = [r for r in csv.reader(io.StringIO(out.stdout)) if len(r) > 5]
     if not rows:
         raise RuntimeError(f"ncu gave no metrics for {rung_id}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     header = rows[0]
     name, value = header.index("Metric Name"), header.index("Metric Value")
-    return {r[name]: float(r[value].replace(",", "")) for r in rows[1:] if r[value] not in ("n/a", "")}
+    got = {r[name]: float(r[value].replace(",", "")) for r in rows[1:] if r[value] not in ("n/a", "")}
+    return {**got, "kernel": rows[1][header.index("Kernel Name")]}
 
 
 def conflicts(rung_id: str, layout: str, bm=128, bn=128, bk=32, wm=64, wn=32) -> dict:
