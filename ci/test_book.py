@@ -1,16 +1,20 @@
 """The built book in a real headless Chromium (Debian's chromium + chromedriver, driven by Selenium).
 
 Run by ci/test.sh after `jupyter-book build`: every page in the table of contents loads, every image on it has
-rendered with a non-zero size, every internal link resolves, and the landing page shows the climb chart.
+rendered with a non-zero size, every internal link resolves, and the landing page shows the climb chart. Launch
+buttons appear only once _config.yml names the repository, and then point where ci/set_repository.py says.
 """
+import contextlib
 import functools
 import http.server
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import urllib.request
 from pathlib import Path
-from urllib.parse import urljoin, urlparse
+from urllib.parse import parse_qs, urljoin, urlparse
 
 import pytest
 import yaml
@@ -25,19 +29,33 @@ def _pages() -> list[str]:
     return [f + ".html" for f in files]
 
 
-@pytest.fixture(scope="module")
-def site():
-    if not (SITE / "index.html").exists():
-        pytest.fail("no built book: run `jupyter-book build .` first (ci/test.sh does)")
+@contextlib.contextmanager
+def _serve(directory: Path):
+    """A local web server for a built site, for as long as the block runs."""
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):  # keep the test log to the test's own lines
             pass
 
-    handler = functools.partial(Quiet, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # a page left mid-download is no failure
+                super().handle_error(request, client_address)
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def site():
+    if not (SITE / "index.html").exists():
+        pytest.fail("no built book: run `jupyter-book build .` first (ci/test.sh does)")
+    with _serve(SITE) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +111,43 @@ def test_landing_page_shows_the_climb_chart(site, browser):
     found = browser.execute_script(
         "return [...document.images].filter(i => i.src.endsWith('climb.png') && i.naturalWidth > 0).length")
     assert found == 1
+
+
+def _hrefs(browser) -> list[str]:
+    return browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)")
+
+
+def test_launch_buttons_match_the_config(site, browser):
+    # Until _config.yml names the repository there must be no launch button at all (jupyter-book would otherwise
+    # point it at its own repository); once it does, every chapter has them.
+    named = bool(yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"])
+    for page in _pages():
+        if page.startswith("chapters/"):
+            browser.get(urljoin(site, page))
+            colab = [h for h in _hrefs(browser) if h.startswith("https://colab.research.google.com/")]
+            assert bool(colab) == named, f"{page}: Colab links {colab}"
+
+
+def test_launch_buttons_once_the_book_names_its_repository(tmp_path, browser):
+    # A two-page copy of the book, named after a placeholder repository and hub, built and opened for real.
+    book = tmp_path / "book"
+    (book / "chapters").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", book / "_config.yml")
+    shutil.copy(ROOT / "chapters" / "06_wgmma.ipynb", book / "chapters")
+    (book / "intro.md").write_text("# Launch buttons\n")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - caption: Hopper\n    chapters:\n"
+                                   "      - file: chapters/06_wgmma\n")
+    repo, hub = "https://github.com/example-org/gemm-ladder", "https://hub.example.org"
+    subprocess.run([sys.executable, str(ROOT / "ci" / "set_repository.py"), repo, "--hub", hub, "--root", str(book)],
+                   check=True, capture_output=True)
+    build = subprocess.run(["jupyter-book", "build", str(book), "-W", "-q"], capture_output=True, text=True)
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    with _serve(book / "_build" / "html") as url:
+        browser.get(urljoin(url, "chapters/06_wgmma.html"))
+        hrefs = _hrefs(browser)
+    assert "https://colab.research.google.com/github/example-org/gemm-ladder/blob/main/chapters/06_wgmma.ipynb" in hrefs
+    hub_links = [h for h in hrefs if h.startswith(f"{hub}/hub/user-redirect/git-pull?")]
+    assert len(hub_links) == 1, hrefs
+    query = parse_qs(urlparse(hub_links[0]).query)
+    assert query == {"repo": [repo], "urlpath": ["lab/tree/gemm-ladder/chapters/06_wgmma.ipynb"], "branch": ["main"]}
+    assert repo in hrefs  # the repository button

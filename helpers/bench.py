@@ -14,7 +14,7 @@ import numpy as np
 from .build import build
 from .check import (ShapeError, _cp_dtype, as_kn, faults_explained, function, geometry, kernel_args, random_inputs,
                     validate)
-from .gpu import require_live
+from .gpu import launch_arch, require_live
 from .registry import Rung, probe, rung as _rung
 
 TIME_BUDGET_S = 0.3  # per contender per measurement: enough launches for a stable median, few enough for a notebook
@@ -152,7 +152,7 @@ def _probe_fn(probe_id: str):
     import cupy as cp
     p = probe(probe_id)
     require_live(p.needs_cc, p.arch)
-    return cp.RawModule(path=str(build(p).cubin)).get_function(p.entry), build(p).consts["THREADS"]
+    return cp.RawModule(path=str(build(p, arch=launch_arch(p.arch)).cubin)).get_function(p.entry), build(p).consts["THREADS"]
 
 
 def _median_ms(run, repeats: int = 20) -> float:

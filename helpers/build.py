@@ -237,15 +237,15 @@ def compile_source(source: str, name: str, arch: str = "sm_90a", options: tuple 
                  resources=parse_ptxas(log))
 
 
-def build(item: Rung | Probe | str, source: str | None = None, options: tuple = ()) -> Build:
-    """Compile a rung or probe (by object or id). `source` replaces the file's text (a learner's variant);
-    a rung's `config` (its constexpr overrides) applies either way."""
+def build(item: Rung | Probe | str, source: str | None = None, options: tuple = (), arch: str | None = None) -> Build:
+    """Compile a rung or probe (by object or id) for its `arch`, or for `arch` when given. `source` replaces the
+    file's text (a learner's variant); a rung's `config` (its constexpr overrides) applies either way."""
     if isinstance(item, str):
         from .registry import probe, rung
         item = rung(item) if item[:2].isdigit() else probe(item)
     text = item.path.read_text() if source is None else source
     text = apply_config(text, getattr(item, "config", {}))
-    return compile_source(text, f"kernels/{item.path.name}", item.arch, options)
+    return compile_source(text, f"kernels/{item.path.name}", arch or item.arch, options)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .build import build
-from .gpu import require_live
+from .gpu import launch_arch, require_live
 from .registry import Rung, rung as _rung
 
 # ||C - ref||_F / ||ref||_F allowed per input dtype (accumulation is fp32 everywhere).
@@ -186,7 +186,7 @@ def function(r: Rung, source: str | None = None):
     """The loaded kernel (cached per cubin). Needs a live GPU that has the rung's features."""
     import cupy as cp
     require_live(r.needs_cc, r.arch)
-    bld = build(r, source)
+    bld = build(r, source, arch=launch_arch(r.arch))
     if bld.cubin not in _FUNCTIONS:
         fn = cp.RawModule(path=str(bld.cubin)).get_function(r.entry)
         smem = bld.consts.get("SMEM_BYTES", 0)

@@ -83,6 +83,14 @@ def live() -> bool:
     return os.environ.get(REPLAY_ENV, "") not in ("1", "true", "yes") and device() is not None
 
 
+def can_run(dev: Device, needs_cc: tuple, arch: str = "") -> bool:
+    """Whether `dev` runs work that needs `needs_cc`. An arch-specific target (sm_90a: wgmma, setmaxnreg) runs on
+    that one architecture only, not on later ones."""
+    if arch.endswith("a") and tuple(needs_cc) >= (9, 0):
+        return dev.cc == tuple(needs_cc)
+    return dev.cc >= tuple(needs_cc)
+
+
 def missing(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
     """What is missing to run this here, as a clause ('no CUDA GPU is visible'), or None."""
     if os.environ.get(REPLAY_ENV, "") in ("1", "true", "yes"):
@@ -90,10 +98,18 @@ def missing(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
     dev = device()
     if dev is None:
         return "no CUDA GPU is visible"
-    if dev.cc < tuple(needs_cc):
+    if not can_run(dev, needs_cc, feature):
         what = feature or f"compute capability {needs_cc[0]}.{needs_cc[1]}"
         return f"it needs {what}, which the {dev.name} (compute capability {dev.cc[0]}.{dev.cc[1]}) does not have"
     return None
+
+
+def launch_arch(arch: str) -> str:
+    """What to compile a launchable cubin for on this GPU. An sm_90a cubin loads only on sm_90, so a rung that
+    needs no more than sm_80 is rebuilt for an A100's or L4's own architecture; SASS listings stay `arch`'s."""
+    dev = device()
+    own = f"sm_{dev.cc[0]}{dev.cc[1]}" if dev else arch
+    return arch if arch.rstrip("a") == own else own
 
 
 def why_not_live(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from . import results
 from .build import Build
-from .gpu import device, live, why_not_live
+from .gpu import can_run, device, live, why_not_live
 
 WATCH = ("FFMA", "HMMA", "HGMMA", "LDS", "LDSM", "LDG", "LDGSTS", "STG", "STS", "UTMALDG", "SYNCS",
          "BAR", "LDL", "STL")  # the opcode families a GEMM chapter talks about
@@ -16,13 +16,59 @@ def recorded_env() -> dict | None:
     return max(envs, key=lambda e: e["date"]) if envs else None
 
 
-def banner_text() -> str:
+def _needs(chapter: str) -> tuple[list[str], list[str]]:
+    """A chapter's kernels (chapter 00: its probes; 11, which runs them all: every rung), split into those that
+    need an H100 (sm_90a) and those that run from sm_80 on."""
+    from .registry import PROBES, RUNGS, chapter_rungs
+    items = PROBES if chapter == "00" else chapter_rungs(chapter) or RUNGS
+    return ([i.id for i in items if tuple(i.needs_cc) >= (9, 0)],
+            [i.id for i in items if tuple(i.needs_cc) < (9, 0)])
+
+
+def needs_text(chapter: str) -> str:
+    """Which of a chapter's kernels need an H100, in one plain sentence. It is the same in every mode, so the
+    static book, a laptop and a Colab runtime (a T4, L4 or A100) all say it."""
+    hopper, older = _needs(chapter)
+
+    def names(ids):  # a long list (chapter 11 shows every rung) reads better as a count or a range of chapters
+        if len(ids) <= 5:
+            return ", ".join(ids)
+        first, last = ids[0][:2], ids[-1][:2]
+        return f"all {len(ids)} of its rungs" if first == last else f"the rungs of chapters {first}-{last}"
+    parts = []
+    if hopper:
+        parts.append(f"{names(hopper)} need{'s' if len(hopper) == 1 else ''} an H100 (sm_90a) to run live")
+    if older:
+        parts.append(f"{names(older)} run{'s' if len(older) == 1 else ''} live on any GPU from sm_80 on "
+                     f"(A100, L4, H100)")
+    if hopper and older:
+        return (f"Needs: {'; '.join(parts)}. Where one cannot run (no GPU, a Colab T4, or an A100 or L4 for the H100 "
+                f"ones), its recorded H100 numbers are shown instead.")
+    where = "a Colab T4, L4 or A100" if hopper else "a Colab T4"
+    return f"Needs: {parts[0]}. Elsewhere (no GPU, or {where}) the recorded H100 numbers are shown instead."
+
+
+def where_it_runs(chapters=("00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")) -> str:
+    """Per chapter, the GPUs its kernels run live on; everywhere else it replays the recorded H100 numbers."""
+    lines = [f"{'chapter':<8} {'kernels':>7}   runs live on"]
+    for ch in chapters:
+        hopper, older = _needs(ch)
+        if hopper and older:
+            where = f"H100 for {len(hopper)}; A100, L4 or H100 for the other {len(older)}"
+        else:
+            where = "H100 or H200 only (sm_90a)" if hopper else "A100, L4 or H100 (sm_80 and newer)"
+        lines.append(f"{ch:<8} {len(hopper) + len(older):>7}   {where}")
+    return "\n".join(lines)
+
+
+def banner_text(chapter: str | None = None) -> str:
     if live():
         d = device()
         text = (f"LIVE: numbers below are measured when each cell runs, here on {d.name} (driver {d.driver}, "
                 f"CUDA {d.cuda_driver_api}, CuPy {d.cupy}); this run started {d.env()['date']}.")
-        from .registry import RUNGS
-        lacking = [r.id for r in RUNGS if d.cc < tuple(r.needs_cc)]
+        from .registry import PROBES, RUNGS, chapter_rungs
+        items = PROBES if chapter == "00" else (chapter and chapter_rungs(chapter)) or RUNGS
+        lacking = [i.id for i in items if not can_run(d, i.needs_cc, i.arch)]
         if lacking:  # e.g. a Colab T4 or A100: the Hopper rungs cannot run there
             text += (f" This GPU lacks what {', '.join(lacking)} need (an H100: sm_90a); their numbers are the "
                      f"recorded ones.")
@@ -33,16 +79,20 @@ def banner_text() -> str:
     return f"REPLAY: {why_not_live()} Numbers and plots below were recorded on {where}; none is measured now."
 
 
-def banner() -> None:
-    """Show the mode at the top of a chapter: a coloured box in Jupyter, a plain line elsewhere."""
-    text = banner_text()
+def banner(chapter: str | None = None) -> None:
+    """Show the mode at the top of a chapter (a coloured box in Jupyter, plain lines elsewhere) and, given the
+    chapter, which of its kernels need an H100."""
+    text = banner_text(chapter)
+    needs = needs_text(chapter) if chapter else ""
     try:
         from IPython.display import HTML, display
         colour = "#e6f4ea" if text.startswith("LIVE") else "#fff4e5"
+        mode, rest = text.split(":", 1)
+        extra = f"<br><b>Needs</b>:{needs.split(':', 1)[1]}" if needs else ""
         display(HTML(f'<div style="background:{colour};padding:8px;border-left:4px solid #888">'
-                     f"<b>{text.split(':', 1)[0]}</b>:{text.split(':', 1)[1]}</div>"))
+                     f"<b>{mode}</b>:{rest}{extra}</div>"))
     except ImportError:
-        print(text)
+        print(text + (f"\n{needs}" if needs else ""))
 
 
 def opcode_families(b: Build, entry: str | None = None) -> dict[str, int]:

@@ -88,3 +88,12 @@ def test_parse_ptxas_and_inventory_on_known_text():
 def test_opcode_families_groups_modifiers():
     fams = opcode_families(build("01_vectorized"), "sgemm_vectorized")
     assert fams["LDS"] >= 32 and fams["FFMA"] == 512 and "HMMA" not in fams
+
+
+@pytest.mark.parametrize("r", [x for x in (*RUNGS, *PROBES) if tuple(x.needs_cc) < (9, 0)], ids=lambda r: r.id)
+def test_sm80_kernels_also_build_for_an_a100(r):
+    # The banner tells an A100 or L4 user these run live there: an sm_90a cubin would not load, so check.function
+    # rebuilds them for the GPU's own architecture, and that build must succeed.
+    b = build(r, arch="sm_80")
+    assert b.arch == "sm_80" and b.resources[r.entry].registers > 0
+    assert b.count("HGMMA", r.entry) == 0

@@ -137,3 +137,40 @@ def test_why_not_live_is_one_sentence_for_an_old_gpu(monkeypatch):
                                                           "535", "12.2", "12.2", "14.2.0", "12.2"))
     msg = gpu.why_not_live((9, 0), "sm_90a")
     assert msg.startswith("It needs sm_90a, which the Tesla T4") and msg.endswith(".") and ". " not in msg
+
+
+def _device(name, cc):
+    from helpers import gpu
+    return gpu.Device(name, cc, 100, 40 << 20, 164 << 10, 1500, 1500, "580", "13.0", "13.0", "14.2.0", "13.0")
+
+
+def test_launch_arch_rebuilds_sm80_rungs_for_the_gpu_at_hand(monkeypatch):
+    from helpers import gpu
+    for name, cc, want in (("NVIDIA A100", (8, 0), "sm_80"), ("NVIDIA L4", (8, 9), "sm_89"),
+                           ("NVIDIA H100", (9, 0), "sm_90a")):
+        monkeypatch.setattr(gpu, "device", lambda n=name, c=cc: _device(n, c))
+        assert gpu.launch_arch("sm_90a") == want
+
+
+def test_sm90a_rungs_do_not_claim_to_run_on_a_later_gpu(monkeypatch):
+    # wgmma and setmaxnreg are sm_90a only: a Blackwell GPU (10.0) must replay them, not try to load the cubin.
+    from helpers import gpu, report
+    b200 = _device("NVIDIA B200", (10, 0))
+    assert not gpu.can_run(b200, (9, 0), "sm_90a") and gpu.can_run(b200, (8, 0), "sm_90a")
+    monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
+    monkeypatch.setattr(gpu, "device", lambda: b200)
+    assert gpu.why_not_live((9, 0), "sm_90a").startswith("It needs sm_90a, which the NVIDIA B200")
+    monkeypatch.setattr(report, "live", lambda: True)
+    monkeypatch.setattr(report, "device", lambda: b200)
+    assert "07_tma need" in report.banner_text("07")
+
+
+def test_each_chapter_says_which_of_its_kernels_need_an_h100():
+    from helpers import RUNGS, report
+    for r in RUNGS:
+        text = report.needs_text(r.chapter)
+        assert r.id in text or "all 6 of its rungs" in text, (r.id, text)
+        assert ("need an H100" in text or "needs an H100" in text) == (tuple(r.needs_cc) >= (9, 0)), text
+    assert "hgmma_peak needs an H100" in report.needs_text("00")
+    mixed = report.needs_text("11")
+    assert "chapters 06-10 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
