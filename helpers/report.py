@@ -16,30 +16,34 @@ def recorded_env() -> dict | None:
     return max(envs, key=lambda e: e["date"]) if envs else None
 
 
-def _needs(chapter: str) -> tuple[list[str], list[str]]:
-    """A chapter's kernels (chapter 00: its probes; 11, which runs them all: every rung), split into those that
-    need an H100 (sm_90a) and those that run from sm_80 on."""
+def _items(chapter: str | None):
+    """A chapter's kernels: chapter 00's probes, 11's every rung (it runs them all), none given: every rung."""
     from .registry import PROBES, RUNGS, chapter_rungs
-    items = PROBES if chapter == "00" else chapter_rungs(chapter) or RUNGS
-    return ([i.id for i in items if tuple(i.needs_cc) >= (9, 0)],
-            [i.id for i in items if tuple(i.needs_cc) < (9, 0)])
+    return PROBES if chapter == "00" else (chapter and chapter_rungs(chapter)) or RUNGS
+
+
+def _split(items) -> tuple[list[str], list[str]]:
+    """Ids of the kernels that need an H100 (sm_90a), and of those that run from sm_80 on."""
+    return ([i.id for i in items if tuple(i.needs_cc) >= (9, 0)], [i.id for i in items if tuple(i.needs_cc) < (9, 0)])
+
+
+def _names(ids: list[str]) -> str:
+    """A short list in full; a long one (chapter 11 shows every rung) as a count or a range of chapters."""
+    if len(ids) <= 5:
+        return ", ".join(ids)
+    first, last = ids[0][:2], ids[-1][:2]
+    return f"all {len(ids)} of its rungs" if first == last else f"the rungs of chapters {first}-{last}"
 
 
 def needs_text(chapter: str) -> str:
     """Which of a chapter's kernels need an H100, in one plain sentence. It is the same in every mode, so the
     static book, a laptop and a Colab runtime (a T4, L4 or A100) all say it."""
-    hopper, older = _needs(chapter)
-
-    def names(ids):  # a long list (chapter 11 shows every rung) reads better as a count or a range of chapters
-        if len(ids) <= 5:
-            return ", ".join(ids)
-        first, last = ids[0][:2], ids[-1][:2]
-        return f"all {len(ids)} of its rungs" if first == last else f"the rungs of chapters {first}-{last}"
+    hopper, older = _split(_items(chapter))
     parts = []
     if hopper:
-        parts.append(f"{names(hopper)} need{'s' if len(hopper) == 1 else ''} an H100 (sm_90a) to run live")
+        parts.append(f"{_names(hopper)} need{'s' if len(hopper) == 1 else ''} an H100 (sm_90a) to run live")
     if older:
-        parts.append(f"{names(older)} run{'s' if len(older) == 1 else ''} live on any GPU from sm_80 on "
+        parts.append(f"{_names(older)} run{'s' if len(older) == 1 else ''} live on any GPU from sm_80 on "
                      f"(A100, L4, H100)")
     if hopper and older:
         return (f"Needs: {'; '.join(parts)}. Where one cannot run (no GPU, a Colab T4, or an A100 or L4 for the H100 "
@@ -52,7 +56,7 @@ def where_it_runs(chapters=("00", "01", "02", "03", "04", "05", "06", "07", "08"
     """Per chapter, the GPUs its kernels run live on; everywhere else it replays the recorded H100 numbers."""
     lines = [f"{'chapter':<8} {'kernels':>7}   runs live on"]
     for ch in chapters:
-        hopper, older = _needs(ch)
+        hopper, older = _split(_items(ch))
         if hopper and older:
             where = f"H100 for {len(hopper)}; A100, L4 or H100 for the other {len(older)}"
         else:
@@ -66,12 +70,11 @@ def banner_text(chapter: str | None = None) -> str:
         d = device()
         text = (f"LIVE: numbers below are measured when each cell runs, here on {d.name} (driver {d.driver}, "
                 f"CUDA {d.cuda_driver_api}, CuPy {d.cupy}); this run started {d.env()['date']}.")
-        from .registry import PROBES, RUNGS, chapter_rungs
-        items = PROBES if chapter == "00" else (chapter and chapter_rungs(chapter)) or RUNGS
-        lacking = [i.id for i in items if not can_run(d, i.needs_cc, i.arch)]
-        if lacking:  # e.g. a Colab T4 or A100: the Hopper rungs cannot run there
-            text += (f" This GPU lacks what {', '.join(lacking)} need (an H100: sm_90a); their numbers are the "
-                     f"recorded ones.")
+        hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
+        why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
+                                    older and f"{_names(older)} need sm_80 or newer") if p)
+        if why:  # e.g. a Colab T4, L4 or A100
+            text += f" This GPU cannot run everything here ({why}); those numbers are the recorded ones."
         return text
     env = recorded_env()
     where = (f"{env['name']} on {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "

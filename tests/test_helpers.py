@@ -118,16 +118,20 @@ def test_broken_results_file_gives_one_clear_error(tmp_path):
     assert out.returncode != 0 and "not valid JSON" in out.stderr and bad.read_text() == "[1, 2"
 
 
-def test_banner_on_a_non_hopper_gpu_names_the_rungs_it_replays(monkeypatch):
+def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch):
     from helpers import gpu, report
     a100 = gpu.Device("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 << 20, 164 << 10, 1410, 1215, "550.54", "12.4",
                       "12.4", "14.2.0", "12.4")
     monkeypatch.setattr(report, "live", lambda: True)
     monkeypatch.setattr(report, "device", lambda: a100)
-    text = report.banner_text()
-    lacking = text.split("lacks what ")[1]
-    assert "06_wgmma_m64n64" in lacking and "09_setmaxnreg" in lacking and "05_cp_async" not in lacking
-    assert "sm_90a" in text
+    assert "cannot run" not in report.banner_text("05")  # an A100 runs the sm_80 rungs live
+    text = report.banner_text("06")
+    assert "This GPU cannot run everything here (06_wgmma_m64n64, 06_wgmma_wide need an H100 (sm_90a))" in text
+    ladder = report.banner_text()
+    assert "the rungs of chapters 06-10 need an H100" in ladder and "01-05" not in ladder
+    t4 = gpu.Device("Tesla T4", (7, 5), 40, 4 << 20, 64 << 10, 1590, 5001, "535", "12.2", "12.2", "14.2.0", "12.2")
+    monkeypatch.setattr(report, "device", lambda: t4)
+    assert "(02_wmma_naive, 02_wmma_smem need sm_80 or newer)" in report.banner_text("02")
 
 
 def test_why_not_live_is_one_sentence_for_an_old_gpu(monkeypatch):
@@ -162,7 +166,7 @@ def test_sm90a_rungs_do_not_claim_to_run_on_a_later_gpu(monkeypatch):
     assert gpu.why_not_live((9, 0), "sm_90a").startswith("It needs sm_90a, which the NVIDIA B200")
     monkeypatch.setattr(report, "live", lambda: True)
     monkeypatch.setattr(report, "device", lambda: b200)
-    assert "07_tma need" in report.banner_text("07")
+    assert "(07_tma need an H100 (sm_90a))" in report.banner_text("07")
 
 
 def test_each_chapter_says_which_of_its_kernels_need_an_h100():
