@@ -52,10 +52,12 @@ def needs_text(chapter: str) -> str:
     return f"Needs: {parts[0]}. Elsewhere (no GPU, or {where}) the recorded H100 numbers are shown instead."
 
 
-def where_it_runs(chapters=("00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")) -> str:
-    """Per chapter, the GPUs its kernels run live on; everywhere else it replays the recorded H100 numbers."""
+def where_it_runs() -> str:
+    """Per chapter (00's probes, each rung chapter, 11 running them all), the GPUs its kernels run live on;
+    everywhere else it replays the recorded H100 numbers."""
+    from .registry import RUNGS
     lines = [f"{'chapter':<8} {'kernels':>7}   runs live on"]
-    for ch in chapters:
+    for ch in ("00", *dict.fromkeys(r.chapter for r in RUNGS), "11"):
         hopper, older = _split(_items(ch))
         if hopper and older:
             where = f"H100 for {len(hopper)}; A100, L4 or H100 for the other {len(older)}"
