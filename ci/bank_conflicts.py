@@ -47,11 +47,11 @@ if __name__ == "__main__":
     dev = device()
     env = dev.env()
     for rid, layout in (("03_mma_sync", "row-major"), ("04_swizzle", "swizzled")):
-        entry = {**conflicts(rid, layout), "gpu": dev.name, "date": env["date"], "env": env}
+        entry = {**conflicts(rid, layout), "run": results.run_id(), "gpu": dev.name, "date": env["date"], "env": env}
         results.record("bank_conflicts", rid, entry, results.path_for(dev.slug))
         print(rid, {k: v for k, v in entry.items() if k != "env"}, flush=True)
     got = ncu("05_cp_async", 4096, PIPES)
     entry = {"shared_pipe_pct": got.get(PIPES[0]), "tensor_pipe_pct": got.get(PIPES[1]),
-             "warps_active_pct": got.get(PIPES[2]), "n": 4096, "gpu": dev.name, "date": env["date"], "env": env}
+             "warps_active_pct": got.get(PIPES[2]), "n": 4096, "run": results.run_id(), "gpu": dev.name, "date": env["date"], "env": env}
     results.record("profile", "05_cp_async", entry, results.path_for(dev.slug))
     print("05_cp_async", {k: v for k, v in entry.items() if k != "env"}, flush=True)

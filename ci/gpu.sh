@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
-#   bash ci/gpu.sh [tests] [sanitize] [ceilings] [banks] [l2] [tune] [ladder] [notebooks]   (default: all but tune)
-# Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
+#   bash ci/gpu.sh [tests] [sanitize] [ceilings] [crosscheck] [banks] [l2] [tune] [ladder] [notebooks] [prune]
+#   (default: all but tune). Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
+# Every process shares one run id (GEMM_LADDER_RUN; set it yourself to continue a run across calls): a row or
+# ceiling measured once in the run is reused by every chapter, so the book shows one coherent set of numbers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 LOGS=$(mktemp -d)  # logs travel inside recorded.tgz: the device tool returns at most 8 files
-steps=${*:-tests sanitize ceilings banks l2 ladder notebooks}
+steps=${*:-tests sanitize ceilings crosscheck banks l2 ladder notebooks prune}
+export GEMM_LADDER_RUN=${GEMM_LADDER_RUN:-$(date -u +%Y-%m-%dT%H:%MZ)}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+echo "run $GEMM_LADDER_RUN"
 if [ -d .whl ]; then  # Jupyter/nbval wheels carried to a GPU host that cannot reach PyPI
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv | tee "$LOGS/env.txt"
-python3 -c "import cupy, numba; from cupy.cuda import nvrtc; print('cupy', cupy.__version__, 'nvrtc', nvrtc.getVersion(), 'numba', numba.__version__)" | tee -a "$LOGS/env.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv | tee "$LOGS/env.txt"
+python3 -c "import cupy, numba, nvmath; from cupy.cuda import nvrtc; print('cupy', cupy.__version__, 'nvrtc', nvrtc.getVersion(), 'numba', numba.__version__, 'nvmath', nvmath.__version__)" | tee -a "$LOGS/env.txt"
 status=0
 for step in $steps; do
   echo "=== $step"; t0=$(date +%s)
@@ -24,12 +28,14 @@ for step in $steps; do
                 compute-sanitizer --tool $tool --error-exitcode 9 python3 ci/small_shapes.py 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     ceilings) python3 -c "from helpers import CEILINGS, ceiling
-for cid in CEILINGS: c = ceiling(cid); print(f'{c.label:<40} {c.value:9.2f} {c.unit}')" 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
+for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
+    crosscheck) python3 ci/crosscheck.py 10_beyond_cublas 4096 8192 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;
     banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
     l2)       python3 ci/l2_schedule.py 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
     tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;
     ladder)   python3 -m helpers ladder --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
+    prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
   echo "=== $step took $(( $(date +%s) - t0 )) s"

@@ -10,7 +10,7 @@ from helpers import chapter_rungs, device, results
 
 METRICS = ("lts__t_sector_hit_rate.pct", "dram__bytes_read.sum", "gpu__time_duration.sum",
            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed")
-CUBLAS = ("import sys, cupy as cp; from helpers.check import random_inputs; n = int(sys.argv[2]); "
+CUBLAS = ("import sys, cupy as cp; from helpers.launch import random_inputs; n = int(sys.argv[2]); "
           "a, b = random_inputs('bf16', n, n, n, b_layout='nk'); cp.matmul(a, b.T); cp.cuda.runtime.deviceSynchronize()")
 
 
@@ -25,6 +25,6 @@ if __name__ == "__main__":
     env = dev.env()
     for n in (4096, 8192):
         for what in ("09_setmaxnreg", *(r.id for r in chapter_rungs("10")), "cublas"):
-            entry = {**profile(what, n), "n": n, "gpu": dev.name, "date": env["date"], "env": env}
+            entry = {**profile(what, n), "n": n, "run": results.run_id(), "gpu": dev.name, "date": env["date"], "env": env}
             results.record("l2_schedule", f"{what}@{n}", entry, results.path_for(dev.slug))
             print(what, n, {k: v for k, v in entry.items() if k not in ("env", "gpu", "date")}, flush=True)

@@ -1,21 +1,23 @@
 """The GEMM ladder's helpers: every chapter, test and the CLI go through these verbs.
 
     build(rung)            compile with NVRTC (cached), registers/spills/smem, SASS inventory (no GPU needed)
+    prepare(rung, m, n, k) one validated launch (shape refused in one sentence before anything runs)
     check(rung, m, n, k)   fresh random inputs, NaN-poisoned C, compared with cuBLAS in higher precision
-    bench(rung, m, n, k)   median CUDA-event time against cuBLAS in the same run
-    measure(rung, n)       check + bench + record when live; the recorded row when replaying
-    ceiling(id)            a machine ceiling from chapter 00, measured or recorded
-    roofline / climb       the two plots; explore() adds widgets; sweep() plots TFLOP/s against N
+    bench(rung, m, n, k)   GPU time against the strongest cuBLAS, interleaved in the same rounds
+    measure(rung, n)       check + bench + record when live (once per run); the recorded row when replaying
+    ceiling(id)            a machine ceiling from chapter 00, measured once per run, or recorded
+    roofline / climb       the two plots; explore_ladder() adds widgets; sweep() plots TFLOP/s against N
     banner()               says LIVE or REPLAY, and where replayed numbers came from
 """
-from .bench import bench, cublas_tflops
-from .build import Build, CompileError, build
-from .check import ShapeError, check, launch, random_inputs
+from .bench import bench, time_gpu
+from .build import Build, CompileError, build, intensity
+from .check import check
+from .launch import KernelFault, Launch, ShapeError, launch, prepare, random_inputs, validate
 from .gpu import NoGPU, device, live, why_not_live
 from .ladder import (CEILINGS, NotRecorded, Row, ceiling, demo_check, demo_fault, measure, persistent_grid,
-                     recorded_ceilings, recorded_entry, replay, rows)
-from .plot import climb, explore, roofline, sweep
-from .registry import PROBES, RUNGS, chapter_rungs, intensity, probe, rung
+                     measured, recorded_ceilings, recorded_entry, replay, rows)
+from .plot import climb, explore_ladder, roofline, sweep
+from .registry import PROBES, RUNGS, chapter_rungs, probe, rung
 from .report import banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file, show_source, table
 from .results import ResultsError
 

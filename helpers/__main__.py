@@ -1,4 +1,4 @@
-"""python -m helpers ladder [--n N ...] [--rungs ID ...] [--replay] [--json] [--plot PATH]"""
+"""python -m helpers ladder [--n N ...] [--shape M N K ...] [--rungs ID ...] [--replay] [--json] [--plot PATH]"""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m helpers", description="Climb the GEMM ladder.")
     sub = p.add_subparsers(dest="cmd", required=True)
     lad = sub.add_parser("ladder", help="run (or replay) every registered rung against cuBLAS")
-    lad.add_argument("--n", type=int, nargs="+", default=[4096], help="square sizes N (default 4096)")
+    lad.add_argument("--n", type=int, nargs="+", help="square sizes N (default 4096, unless --shape is given)")
+    lad.add_argument("--shape", type=int, nargs=3, action="append", metavar=("M", "N", "K"), default=[],
+                     help="a non-square M N K (repeat the option for several)")
     lad.add_argument("--rungs", nargs="+", help="rung ids (default: all registered rungs)")
     lad.add_argument("--replay", action="store_true", help="show recorded results even if a GPU is present")
     lad.add_argument("--json", action="store_true", help="print rows as JSON instead of a table")
@@ -29,7 +31,12 @@ def main(argv=None) -> int:
         chosen = [registry.rung(x) for x in args.rungs] if args.rungs else list(registry.RUNGS)
     except KeyError as e:
         p.error(e.args[0])
-    print(report.banner_text(), file=sys.stderr)
+    from .results import ResultsError
+    try:
+        print(report.banner_text(), file=sys.stderr)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     t0 = time.time()
 
@@ -38,20 +45,25 @@ def main(argv=None) -> int:
             print(f"[{i + 1}/{total}] {label} ({time.time() - t0:.0f} s so far)", file=sys.stderr, flush=True)
 
     rows, missing = [], []
-    todo = [(r, n) for n in args.n for r in chosen]
-    for i, (r, n) in enumerate(todo):
-        progress(i, len(todo), f"{r.id} N={n}")
+    sizes = args.n if args.n or args.shape else [4096]
+    shapes = [(n, n, n) for n in sizes or []] + [tuple(s) for s in args.shape]
+    todo = [(r, shape) for shape in shapes for r in chosen]
+    for i, (r, shape) in enumerate(todo):
+        label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
+        progress(i, len(todo), f"{r.id} {label}")
         try:
-            rows.append(ladder.measure(r, n))
-        except ladder.NotRecorded as e:
+            rows.append(ladder.measure(r, *shape))
+        except (ladder.NotRecorded, ResultsError) as e:
             missing.append(str(e))
         except Exception as e:  # noqa: BLE001 - one broken rung must not lose the others' results
-            missing.append(f"{r.id} N={n} failed: {type(e).__name__}: {e}")
+            missing.append(f"{r.id} {label} failed: {type(e).__name__}: {e}")
     for m in missing:
         print(f"skipped: {m}", file=sys.stderr)
 
     if args.json:
-        keys = ("rung", "n", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu")
+        keys = ("rung", "m", "n", "k", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu",
+                "run", "method", "tflops_iqr", "cublas_iqr", "cublas_ref", "sm_clock_mhz", "power_w",
+                "cublas_sm_clock_mhz", "cublas_power_w", "cupy_tflops")
         print(json.dumps([{k: getattr(r, k) for k in keys} for r in rows], indent=1))
     else:
         print(report.table(rows))

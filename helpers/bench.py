@@ -1,30 +1,232 @@
-"""Time a rung against cuBLAS in the same process, and measure the machine's ceilings (chapter 00).
+"""Time GPU work only, against the strongest cuBLAS in the same rounds, and measure the machine's ceilings.
 
-Habits: warm up first; time batches of launches with CUDA events and keep the median; rotate among several
-input sets so the working set is larger than L2; alternate rung and cuBLAS batches so both see the same clocks.
+The method (the same for every number in the book):
+- Before each timed batch, a spin kernel (probe_spin) keeps the GPU busy while the host queues the batch, so the
+  start event fires only once the whole batch is queued: host launch time (about 10 us per raw launch, 30 us per
+  cupy.matmul) never lands between the events. If the queue ran dry anyway, the sample is taken again with a
+  longer spin.
+- Every contender gets the same batch size; contenders alternate (ABC, CBA, ...) over at least 15 rounds, and
+  each reports the median and the interquartile range of its per-launch time.
+- Inputs rotate over enough sets that one sweep is twice the L2, so nobody is timed on a warm cache.
+- The SM clock and the board power are sampled (NVML) while each contender's batches run. Clocks and power
+  limits are never changed.
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .build import build
-from .check import (ShapeError, _cp_dtype, as_kn, faults_explained, function, geometry, kernel_args, random_inputs,
-                    validate)
-from .gpu import launch_arch, require_live
-from .registry import Rung, probe, rung as _rung
+from .gpu import launch_arch, require_live, sample_clock_power
+from .launch import Launch, as_kn, cp_dtype, faults_explained, prepare
+from .registry import Rung, probe
 
-TIME_BUDGET_S = 0.3  # per contender per measurement: enough launches for a stable median, few enough for a notebook
+ROUNDS = 15          # interleaved rounds per measurement (median and IQR over these)
+BATCH_MS = 2.0       # GPU time of one batch of the slowest contender; every contender gets that many launches
+MAX_BATCH = 64
+METHOD = "gpu-time"  # what the JSON rows say: spin-prefilled queue, equal batches, interleaved rounds
 
 
 @dataclass(frozen=True)
 class Timing:
-    ms: float            # median milliseconds per launch
-    launches: int
-    tflops: float
+    """Per-launch GPU time of one contender over the rounds: median and quartiles, and what the card held."""
+    name: str
+    ms: float                 # median per launch
+    q1_ms: float
+    q3_ms: float
+    rounds: int
+    batch: int
+    flops: float = 0.0
+    sm_clock_mhz: float | None = None   # median of NVML samples taken while this contender's batches ran
+    power_w: float | None = None        # (bursts of ~2 ms behind an idle spin: the clock rarely sags there)
+    host_us: float | None = None        # host time to queue one launch: stated apart, never inside `ms`
+
+    @property
+    def tflops(self) -> float:
+        return self.flops / self.ms / 1e9
+
+    @property
+    def tflops_iqr(self) -> tuple[float, float]:
+        """[q1, q3] in TFLOP/s (the slow quartile of times is the low quartile of rates)."""
+        return (self.flops / self.q3_ms / 1e9, self.flops / self.q1_ms / 1e9)
+
+    @property
+    def spread(self) -> float:
+        """IQR as a fraction of the median."""
+        return (self.q3_ms - self.q1_ms) / self.ms
+
+
+@functools.lru_cache(maxsize=1)
+def _spin():
+    import cupy as cp
+    p = probe("hbm_copy")  # every probe lives in kernels/00_probes.cu; the spin kernel is there too
+    return cp.RawModule(path=str(build(p, arch=launch_arch(p.arch)).cubin)).get_function("probe_spin")
+
+
+def _quartiles(xs: list[float]) -> tuple[float, float, float]:
+    q1, q2, q3 = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) > 1 else (xs[0],) * 3
+    return q1, statistics.median(xs), q3
+
+
+class _Sampler:
+    """Runs one batch between two events behind a spin kernel; grows the spin whenever the queue ran dry."""
+
+    def __init__(self):
+        import cupy as cp
+        self.cp = cp
+        self.spin_ns = 200_000
+        self.refills = 0
+
+    def batch_ms(self, enqueue, batch: int, samples: list | None = None, host: list | None = None) -> float:
+        cp = self.cp
+        for _ in range(6):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            _spin()((1,), (32,), (np.uint64(self.spin_ns),))
+            start.record()
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                enqueue()
+            stop.record()
+            host_ns = (time.perf_counter() - t0) * 1e9
+            dry = start.done  # the spin ended before the host finished queueing: host time may be inside
+            while not stop.done:
+                if samples is not None and start.done:
+                    s = sample_clock_power()
+                    if s:
+                        samples.append(s)
+                time.sleep(0.0003)
+            stop.synchronize()
+            # Keep the spin at least twice the host's queueing time, so the next batch is covered too.
+            self.spin_ns = int(max(self.spin_ns, 2 * host_ns + 100_000))
+            if not dry:
+                if host is not None:
+                    host.append(host_ns / batch / 1e3)
+                return cp.cuda.get_elapsed_time(start, stop)
+            self.refills += 1
+        raise RuntimeError("the host could not queue a batch faster than the GPU ran it, even behind a "
+                           f"{self.spin_ns / 1e6:.1f} ms spin; the timing would include host time.")
+
+
+def time_gpu(contenders: dict, flops: float = 0.0, rounds: int = ROUNDS, batch: int | None = None,
+             batch_ms: float = BATCH_MS) -> dict[str, Timing]:
+    """Median per-launch GPU time of each contender, `contenders` mapping a name to fn(i) that queues one launch
+    on input set i. Same batch size for all, order alternating every round, NVML sampled during each batch."""
+    require_live()
+    names = list(contenders)
+    counters = {name: 0 for name in names}
+
+    def enqueue(name):
+        def one():
+            contenders[name](counters[name])
+            counters[name] += 1
+        return one
+
+    sampler = _Sampler()
+    for name in names:  # warm-up: module load, cuBLAS heuristics, autotuned plans, clocks ramping up
+        sampler.batch_ms(enqueue(name), 3)
+    est = {name: sampler.batch_ms(enqueue(name), 2) / 2 for name in names}
+    if batch is None:
+        batch = max(1, min(MAX_BATCH, round(batch_ms / max(est.values()))))
+    per_launch = {name: [] for name in names}
+    samples = {name: [] for name in names}
+    host = {name: [] for name in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            per_launch[name].append(sampler.batch_ms(enqueue(name), batch, samples[name], host[name]) / batch)
+    out = {}
+    for name in names:
+        q1, med, q3 = _quartiles(per_launch[name])
+        clocks = [s[0] for s in samples[name] if s[0]]
+        powers = [s[1] for s in samples[name] if s[1]]
+        out[name] = Timing(name, med, q1, q3, rounds, batch, flops,
+                           statistics.median(clocks) if clocks else None,
+                           statistics.median(powers) if powers else None, statistics.median(host[name]))
+    return out
+
+
+def input_sets_for(m: int, n: int, k: int, itemsize: int, l2_bytes: int) -> int:
+    """How many (A, B) pairs to rotate so that one sweep over them is at least twice the L2 size."""
+    per_set = (m * k + k * n) * itemsize
+    return max(2, min(64, math.ceil(2 * l2_bytes / per_set)))
+
+
+# ---- the strongest cuBLAS -------------------------------------------------------------------------------------
+
+CUPY = "cupy.matmul"
+LT_HEURISTIC = "cuBLASLt heuristic"
+LT_AUTOTUNED = "cuBLASLt autotuned"
+
+
+@dataclass(frozen=True)
+class Contender:
+    name: str
+    label: str        # what was timed, in words (the `cublas_ref` of a row)
+    run: object       # fn(i): queue one launch on input set i
+    same_out: bool    # writes C in the rung's output dtype: only those may be the reference
+
+
+@dataclass
+class CublasSet:
+    """The cuBLAS contenders for one (shape, dtype, layout, out dtype), built once per process."""
+    contenders: list
+    why_no_lt: str | None = None
+    keep: list = field(default_factory=list)  # arrays the contenders write into, kept alive
+
+
+_CUBLAS: dict = {}
+
+
+def layout_name(b_layout: str) -> str:
+    """Row-major C = A @ B with B stored [K, N] ("NN"), or stored K-major [N, K] ("TN", as cuBLAS users say)."""
+    return "TN" if b_layout == "nk" else "NN"
+
+
+def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> CublasSet:
+    """cupy.matmul (what a CuPy user gets) and cuBLASLt through nvmath-python, heuristic and autotuned, on the
+    rung's layout, input dtype and output dtype. Cached per process, since autotuning takes a moment."""
+    import cupy as cp
+    key = (r.dtype, r.b_layout, r.out_dtype, m, n, k, id(inputs[0][0]))
+    if key in _CUBLAS:
+        return _CUBLAS[key]
+    in_dt, out_dt = cp_dtype(r.dtype), cp_dtype(r.out_dtype)
+    c_cupy = cp.empty((m, n), dtype=in_dt)  # cupy.matmul writes the inputs' dtype
+    same = np.dtype(in_dt) == np.dtype(out_dt)
+    lay = layout_name(r.b_layout)
+    contenders = [Contender(CUPY, f"cupy.matmul ({r.dtype} in, {r.dtype} out, {lay}; cuBLAS's default heuristic)",
+                            lambda i: cp.matmul(inputs[i % len(inputs)][0], as_kn(inputs[i % len(inputs)][1], r.b_layout),
+                                                out=c_cupy), same)]
+    keep, why = [c_cupy], None
+    try:
+        from nvmath.linalg.advanced import Matmul
+        c_lt = cp.empty((m, n), dtype=out_dt)
+        a0, b0 = inputs[0]
+        mm = Matmul(a0, as_kn(b0, r.b_layout), c=c_lt, beta=0.0, options={"inplace": True})
+        algos = mm.plan()
+        heuristic = algos[0]
+        mm.autotune(iterations=5)
+        tuned = mm.algorithms[0]
+
+        def lt(algo):
+            def run(i):
+                a, b = inputs[i % len(inputs)]
+                mm.reset_operands(a=a, b=as_kn(b, r.b_layout))
+                mm.execute(algorithm=algo)
+            return run
+        what = f"({r.dtype} in, {r.out_dtype} out, {lay}, nvmath-python Matmul"
+        contenders += [Contender(LT_HEURISTIC, f"cuBLASLt {what}, first algorithm of {len(algos)} by heuristic)",
+                                 lt(heuristic), True),
+                       Contender(LT_AUTOTUNED, f"cuBLASLt {what}, fastest of {len(algos)} by autotune: "
+                                 f"algorithm {tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
+        keep += [c_lt, mm]
+    except Exception as e:  # noqa: BLE001 - not installed, or this dtype combination unsupported: say which
+        why = f"cuBLASLt through nvmath-python was not timed ({type(e).__name__}: {str(e)[:160]})"
+    _CUBLAS[key] = CublasSet(contenders, why, keep)
+    return _CUBLAS[key]
 
 
 @dataclass(frozen=True)
@@ -35,118 +237,54 @@ class BenchResult:
     k: int
     dtype: str
     kernel: Timing
-    cublas: Timing
+    cublas: Timing                 # the strongest same-output cuBLAS contender of these rounds
+    cublas_ref: str                # what that was, in words
+    others: dict                   # every cuBLAS contender's Timing, by name (cupy.matmul shown beside)
     input_sets: int
+    note: str | None = None        # e.g. why cuBLASLt was not timed
+    runs: dict = field(default_factory=dict, compare=False, repr=False)  # name -> fn(i), "kernel" included
 
     @property
     def ratio(self) -> float:
         return self.kernel.tflops / self.cublas.tflops
 
 
-def _event_ms(fn) -> float:
-    import cupy as cp
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    return cp.cuda.get_elapsed_time(start, stop)
-
-
-def input_sets_for(m: int, n: int, k: int, itemsize: int, l2_bytes: int) -> int:
-    """How many (A, B) pairs to rotate so that one sweep over them is at least twice the L2 size."""
-    per_set = (m * k + k * n) * itemsize
-    return max(2, min(64, math.ceil(2 * l2_bytes / per_set)))
-
-
-def time_pair(kernel_fn, cublas_fn, sets: int, flops: float) -> tuple[Timing, Timing]:
-    """Median per-launch time of two contenders, each sample a batch of back-to-back launches.
-
-    A batch (at least ~2 ms of GPU work) sits between two CUDA events and rotates over the input sets, so
-    the host's launch overhead (large for cupy.matmul next to a 0.2 ms GEMM) hides behind queued GPU work
-    instead of being timed. Batches of the two contenders alternate, so both see the same clocks.
-    """
-    for i in range(sets):  # warm-up: module load, cuBLAS heuristics, clocks ramping up
-        kernel_fn(i)
-        cublas_fn(i)
-    est_k, est_c = _event_ms(lambda: kernel_fn(0)), _event_ms(lambda: cublas_fn(0))
-    # Each contender gets its own batch size (a slow naive kernel must not shrink cuBLAS's batches to 1).
-    batch_k, batch_c = (max(1, min(50, int(2.0 / max(e, 1e-3)))) for e in (est_k, est_c))
-    per_round = batch_k * est_k + batch_c * est_c
-    # At least 5 rounds, except for kernels so slow (the naive rung at N=8192: 2 s each) that 3 do.
-    rounds = int(min(25, max(3 if est_k > 200 else 5, 2 * TIME_BUDGET_S * 1e3 / per_round)))
-
-    def sample(fn, batch, r):
-        return _event_ms(lambda: [fn((r * batch + j) % sets) for j in range(batch)]) / batch
-
-    tk, tc = [], []
-    for r in range(rounds):
-        tk.append(sample(kernel_fn, batch_k, r))
-        tc.append(sample(cublas_fn, batch_c, r))
-    mk, mc = statistics.median(tk), statistics.median(tc)
-    return Timing(mk, rounds * batch_k, flops / mk / 1e9), Timing(mc, rounds * batch_c, flops / mc / 1e9)
-
-
-def bench(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
+def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k: int | None = None,
           source: str | None = None) -> BenchResult:
-    """TFLOP/s of rung r (or its variant `source`) and of cuBLAS (cupy.matmul, same dtype) on the same
-    inputs, in the same run."""
+    """TFLOP/s of rung r (or its variant `source`, or a prepared Launch) and of every cuBLAS contender, on the
+    same inputs, in the same interleaved rounds; the reference is the fastest contender that writes the rung's
+    output dtype."""
     import cupy as cp
-    r = _rung(r) if isinstance(r, str) else r
-    n, k = n or m, k or m
-    validate(r, m, n, k, source)
-    dev = require_live(r.needs_cc, r.arch)
-    fn = function(r, source)
-    grid, block, smem = geometry(r, m, n, source)
-    sets = input_sets_for(m, n, k, np.dtype(_cp_dtype(r.dtype)).itemsize, dev.l2_bytes)
-    inputs = [random_inputs(r.dtype, m, n, k, b_layout=r.b_layout) for _ in range(sets)]
-    c = cp.empty((m, n), dtype=_cp_dtype(r.out_dtype))
-    c_ref = cp.empty((m, n), dtype=inputs[0][0].dtype)
-    args = [kernel_args(r, a, b, c, source) for a, b in inputs]  # tensor maps are encoded once, not per launch
-
-    def run_kernel(i):
-        fn(grid, block, args[i], shared_mem=smem)
-
-    def run_cublas(i):  # same layouts as the rung: a K-major B goes in as a transposed view
-        cp.matmul(inputs[i][0], as_kn(inputs[i][1], r.b_layout), out=c_ref)
-
+    lau = r if isinstance(r, Launch) else prepare(r, m, n, k, source)
+    r, (m, n, k) = lau.rung, (lau.m, lau.n, lau.k)
+    sets = input_sets_for(m, n, k, np.dtype(cp_dtype(r.dtype)).itemsize, require_live().l2_bytes)
+    inputs = [lau.inputs() for _ in range(sets)]
+    c = cp.empty((m, n), dtype=cp_dtype(r.out_dtype))
+    args = [lau.args(a, b, c) for a, b in inputs]  # tensor maps are encoded once, not per launch
+    cub = cublas_set(r, m, n, k, inputs)
+    contenders = {"kernel": lambda i: lau.enqueue(args[i % sets])}
+    contenders.update({x.name: x.run for x in cub.contenders})
     with faults_explained(r):
-        kt, ct = time_pair(run_kernel, run_cublas, sets, 2.0 * m * n * k)
-    return BenchResult(r.id, m, n, k, r.dtype, kt, ct, sets)
+        got = time_gpu(contenders, lau.flops)
+    same = [x for x in cub.contenders if x.same_out]
+    best = min(same or cub.contenders, key=lambda x: got[x.name].ms)
+    note = cub.why_no_lt
+    if not same:
+        note = (note + "; " if note else "") + f"no cuBLAS contender wrote {r.out_dtype} C, so the reference differs"
+    return BenchResult(r.id, m, n, k, r.dtype, got["kernel"], got[best.name], best.label,
+                       {x.name: got[x.name] for x in cub.contenders}, sets, note, contenders)
 
 
-def cublas_tflops(dtype: str, n: int) -> Timing:
-    """cuBLAS alone (cupy.matmul) on square N x N x N in `dtype`: the reference ceiling of chapter 00."""
-    import cupy as cp
-    dev = require_live()
-    sets = input_sets_for(n, n, n, np.dtype(_cp_dtype(dtype)).itemsize, dev.l2_bytes)
-    inputs = [random_inputs(dtype, n, n, n) for _ in range(sets)]
-    out = cp.empty((n, n), dtype=inputs[0][0].dtype)
-    run = lambda i: cp.matmul(inputs[i][0], inputs[i][1], out=out)  # noqa: E731
-    timing, _ = time_pair(run, run, sets, 2.0 * n**3)
-    return timing
+# ---- chapter 00: the machine's ceilings ------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Measured:
+    """A ceiling's value and what the card held while it was measured."""
+    value: float
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+    iqr: tuple | None = None
 
-def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> float:
-    """The SM clock (MHz, from nvidia-smi) while cuBLAS runs back to back: why peaks on paper are not met."""
-    import time
-    import cupy as cp
-    from .gpu import _smi
-    require_live()
-    a, b = random_inputs(dtype, n, n, n)
-    out = cp.empty((n, n), dtype=a.dtype)
-    per_call = _event_ms(lambda: cp.matmul(a, b, out=out))
-    for _ in range(int(seconds * 1e3 / per_call)):  # queue ~`seconds` of work (the host may block on a
-        cp.matmul(a, b, out=out)                     # full launch queue), then sample while it still runs
-    time.sleep(0.2)
-    clock = _smi("clocks.sm")
-    cp.cuda.runtime.deviceSynchronize()
-    if not clock or not clock.strip().isdigit():
-        raise RuntimeError("nvidia-smi did not report the SM clock")
-    return float(clock)
-
-
-# ---- chapter 00 probes -------------------------------------------------------------------------------
 
 def _probe_fn(probe_id: str):
     import cupy as cp
@@ -155,26 +293,26 @@ def _probe_fn(probe_id: str):
     return cp.RawModule(path=str(build(p, arch=launch_arch(p.arch)).cubin)).get_function(p.entry), build(p).consts["THREADS"]
 
 
-def _median_ms(run, repeats: int = 20) -> float:
-    run()
-    run()
-    return statistics.median(_event_ms(run) for _ in range(repeats))
+def _rate(run, amount: float, batch_ms: float = BATCH_MS) -> Measured:
+    """`amount` (bytes or FLOP, in units of 1e12 per second per ms) per launch of `run`, timed with the method."""
+    t = time_gpu({"probe": lambda i: run()}, batch_ms=batch_ms)["probe"]
+    return Measured(amount / t.ms / 1e9, t.sm_clock_mhz, t.power_w, (amount / t.q3_ms / 1e9, amount / t.q1_ms / 1e9))
 
 
-def measure_hbm_copy(gib: float = 2.0) -> float:
+def measure_hbm_copy(gib: float = 2.0) -> Measured:
     """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written."""
     import cupy as cp
     fn, threads = _probe_fn("hbm_copy")
     n4 = int(gib * 2**30) // 16
     src, dst = cp.ones(n4 * 4, cp.float32), cp.empty(n4 * 4, cp.float32)
     blocks = require_live().sms * 8
-    ms = _median_ms(lambda: fn((blocks,), (threads,), (src, dst, np.int64(n4))))
+    got = _rate(lambda: fn((blocks,), (threads,), (src, dst, np.int64(n4))), 2 * n4 * 16)
     if not bool((dst[:: 4096] == 1).all()):
         raise RuntimeError("the copy probe did not copy: its bandwidth number would be meaningless")
-    return 2 * n4 * 16 / ms / 1e9
+    return got
 
 
-def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> float:
+def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> Measured:
     """Read bandwidth from L2 in TB/s: a buffer that fits in L2 (0.4 of it), read `passes` times with .cg."""
     import cupy as cp
     fn, threads = _probe_fn("l2_read")
@@ -183,44 +321,88 @@ def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> float:
     src = cp.ones(n4 * 4, cp.float32)
     blocks = dev.sms * 8
     sink = cp.empty(blocks * threads, cp.float32)
-    ms = _median_ms(lambda: fn((blocks,), (threads,), (src, np.int64(n4), np.int32(passes), sink)))
-    return passes * n4 * 16 / ms / 1e9
+    return _rate(lambda: fn((blocks,), (threads,), (src, np.int64(n4), np.int32(passes), sink)), passes * n4 * 16)
 
 
-def measure_ffma_peak(iters: int = 1 << 14) -> float:
+def measure_ffma_peak(iters: int = 1 << 14) -> Measured:
     """FP32 FFMA throughput in TFLOP/s from independent FMA chains (2 FLOP each), no memory traffic."""
     import cupy as cp
     fn, threads = _probe_fn("ffma_peak")
     chains = build("ffma_peak").consts["CHAINS"]
     blocks = require_live().sms * 8  # 2048 threads per SM: every scheduler has warps to pick from
     sink = cp.empty(blocks * threads, cp.float32)
-    ms = _median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.float32(0.999), np.float32(1e-3))))
-    return 2.0 * chains * iters * blocks * threads / ms / 1e9
+    return _rate(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.float32(0.999), np.float32(1e-3))),
+                 2.0 * chains * iters * blocks * threads)
 
 
-def measure_hmma_peak(iters: int = 1 << 12) -> float:
+def measure_hmma_peak(iters: int = 1 << 12) -> Measured:
     """mma.sync m16n8k16 BF16 throughput in TFLOP/s: independent MMAs on register operands, no memory."""
     import cupy as cp
     fn, threads = _probe_fn("hmma_peak")
     chains = build("hmma_peak").consts["MMA_CHAINS"]
     blocks = require_live().sms * 4  # 32 warps per SM
     sink = cp.empty(blocks * threads, cp.float32)
-    ms = _median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.uint32(0x3F803F80))))
     warps = blocks * threads // 32
-    return 4096.0 * chains * iters * warps / ms / 1e9
+    return _rate(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.uint32(0x3F803F80))),
+                 4096.0 * chains * iters * warps)
 
 
-def measure_hgmma_peak(iters: int = 1 << 11) -> float:
-    """wgmma m64n256k16 BF16 throughput in TFLOP/s: two warpgroups per SM on one resident shared tile."""
+def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seconds: float = 1.5) -> Measured:
+    """wgmma m64n256k16 BF16 throughput in TFLOP/s, two warpgroups per SM on one resident shared tile, held for
+    about `seconds` so the clock settles where the 700 W cap puts it. Zero operands draw less power than random
+    ones, so they run at a higher clock: `random_operands=True` is the ceiling a real GEMM can reach."""
     import cupy as cp
+    from .launch import random_inputs, to_bf16  # noqa: F401 - random bf16 pairs, as a GEMM's operands are
     fn, threads = _probe_fn("hgmma_peak")
     group = build("hgmma_peak").consts["HGMMA_GROUP"]
     blocks = require_live(probe("hgmma_peak").needs_cc).sms  # 256 threads, ~150 registers: one block per SM
     sink = cp.empty(blocks * threads, cp.float32)
-    ms = _median_ms(lambda: fn((blocks,), (threads,), (sink, np.int32(iters))))
-    warpgroups = blocks * threads // 128
-    return 2.0 * 64 * 256 * 16 * group * iters * warpgroups / ms / 1e9
+    words = (64 + 256) * 64 // 2
+    operands = (random_inputs("bf16", 1, 2 * words, 1)[1].view(cp.uint32).reshape(-1)[:words].copy()
+                if random_operands else None)
+    ptr = operands if operands is not None else np.uint64(0)
+    run = lambda: fn((blocks,), (threads,), (sink, np.int32(iters), ptr))  # noqa: E731
+    flop = 2.0 * 64 * 256 * 16 * group * iters * blocks * threads // 128
+    end = time.perf_counter() + seconds / 3
+    while time.perf_counter() < end:  # a third of the time under load first: the clock sags, then settles
+        run()
+        cp.cuda.runtime.deviceSynchronize()
+    return _rate(run, flop, batch_ms=1e3 * seconds / 1.5 / ROUNDS)
 
 
-__all__ = ["BenchResult", "Timing", "bench", "cublas_tflops", "measure_hbm_copy", "measure_l2_read",
-           "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "ShapeError"]
+def measure_cublas(dtype: str, n: int) -> Measured:
+    """The strongest cuBLAS on square N x N x N in `dtype` (C in `dtype`, B stored [K, N]): chapter 00's reference."""
+    r = Rung("cublas", "cuBLAS", "", dtype=dtype, out_dtype=dtype)
+    sets = input_sets_for(n, n, n, np.dtype(cp_dtype(dtype)).itemsize, require_live().l2_bytes)
+    from .launch import random_inputs
+    inputs = [random_inputs(dtype, n, n, n) for _ in range(sets)]
+    cub = cublas_set(r, n, n, n, inputs)
+    got = time_gpu({x.name: x.run for x in cub.contenders}, 2.0 * n**3)
+    best = min(got.values(), key=lambda t: t.ms)
+    return Measured(best.tflops, best.sm_clock_mhz, best.power_w, best.tflops_iqr)
+
+
+def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
+    """The SM clock (MHz, NVML) while cuBLAS runs back to back for `seconds`: why peaks on paper are not met."""
+    import cupy as cp
+    from .launch import random_inputs
+    require_live()
+    a, b = random_inputs(dtype, n, n, n)
+    out = cp.empty((n, n), dtype=a.dtype)
+    samples, end = [], time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(4):
+            cp.matmul(a, b, out=out)
+        if time.perf_counter() > end - seconds / 2:  # the second half, once the clock has settled
+            s = sample_clock_power()
+            if s:
+                samples.append(s)
+        cp.cuda.runtime.deviceSynchronize()
+    if not samples:
+        raise RuntimeError("NVML did not report the SM clock (is nvidia-ml-py installed?)")
+    return Measured(statistics.median(s[0] for s in samples), statistics.median(s[0] for s in samples),
+                    statistics.median(s[1] for s in samples if s[1]) if any(s[1] for s in samples) else None)
+
+
+__all__ = ["BenchResult", "Measured", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read",
+           "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "sm_clock_under_load"]

@@ -248,6 +248,20 @@ def build(item: Rung | Probe | str, source: str | None = None, options: tuple = 
     return compile_source(text, f"kernels/{item.path.name}", arch or item.arch, options)
 
 
+def intensity(r: Rung) -> float:
+    """FLOP per byte of global loads implied by the tile shape (cache hits ignored).
+
+    A block that loads a [BM, K] slab of A and a [K, BN] slab of B once does 2*BM*BN*K FLOP on
+    (BM + BN)*K elements; without reuse every FMA loads its own two operands.
+    """
+    size = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]
+    if r.reuse is None:
+        return 2 / (2 * size)
+    c = build(r).consts
+    bm, bn = c[r.reuse[0]], c[r.reuse[1]]
+    return 2 * bm * bn / (size * (bm + bn))
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)

@@ -125,3 +125,40 @@ def require_live(needs_cc: tuple = (8, 0), feature: str = "") -> Device:
     if reason:
         raise NoGPU(reason)
     return device()
+
+
+@functools.lru_cache(maxsize=1)
+def _nvml():
+    """NVML's handle of GPU 0, or None where nvidia-ml-py or the driver's NVML is missing."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:  # noqa: BLE001 - no NVML means no clock and power columns, never a failed measurement
+        return None
+
+
+def sample_clock_power() -> tuple[float, float | None] | None:
+    """(SM clock in MHz, board power in W) right now, from NVML; power is the instantaneous reading where the
+    driver has one (Hopper does), else NVML's 1-second average. None where NVML is not available. Reads only."""
+    got = _nvml()
+    if got is None:
+        return None
+    nv, h = got
+    try:
+        clock = float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
+    except Exception:  # noqa: BLE001
+        return None
+    power = None
+    try:
+        field = nv.nvmlDeviceGetFieldValues(h, [nv.NVML_FI_DEV_POWER_INSTANT])[0]
+        if field.nvmlReturn == 0:
+            power = field.value.uiVal / 1e3
+    except Exception:  # noqa: BLE001
+        pass
+    if power is None:
+        try:
+            power = nv.nvmlDeviceGetPowerUsage(h) / 1e3
+        except Exception:  # noqa: BLE001
+            pass
+    return clock, power

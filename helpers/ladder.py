@@ -1,13 +1,20 @@
-"""One row of the ladder table: check + bench + record when live, the recorded row when replaying."""
+"""Every measured number goes through one function, `measured`: replayed from results/ when this machine cannot
+run it, reused when this run already measured it, else measured now and recorded with the run id and environment.
+
+On top of it: a row of the ladder table (`measure`), a ceiling of the machine (`ceiling`), and the chapters'
+smaller measurements (grids, demos, timelines, the numba twins).
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import sys
+from dataclasses import asdict, dataclass, fields
 
 from . import results
-from .bench import (bench, cublas_tflops, measure_ffma_peak, measure_hbm_copy, measure_hgmma_peak, measure_hmma_peak,
-                    measure_l2_read, sm_clock_under_load)
+from .bench import (METHOD, Measured, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
+                    measure_hgmma_peak, measure_hmma_peak, measure_l2_read, sm_clock_under_load)
 from .check import check
 from .gpu import device, why_not_live
+from .launch import prepare, square, validate
 from .registry import PROBES, RUNGS, Rung, rung as _rung
 
 
@@ -15,107 +22,41 @@ class NotRecorded(LookupError):
     """Replay was asked for a measurement that was never recorded."""
 
 
-@dataclass(frozen=True)
-class Row:
-    rung: str
-    m: int
-    n: int
-    k: int
-    dtype: str
-    tflops: float
-    cublas_tflops: float
-    ratio: float          # a fraction: 0.87 means 87% of cuBLAS
-    correct: bool
-    rel_err: float
-    source: str           # "live" (measured in this process) or "recorded"
-    gpu: str
-    date: str
-
-    def json(self) -> dict:
-        return asdict(self)
+_MEMORY: dict = {}  # (section, key) -> entry measured in this process but not written (save=False, or a write failed)
 
 
-def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True,
-            section: str = "gemm") -> Row:
-    """Live: check on fresh data, time against cuBLAS, record. Replay: the recorded row, labelled so.
-    `section` keeps a study's rows (chapter 11's sweep) apart from the rows the rung's own chapter recorded."""
-    r = _rung(r) if isinstance(r, str) else r
-    n, k = n or m, k or m
-    if why_not_live(r.needs_cc, r.arch):
-        return replay(r, m, n, k, section)
+def measured(section: str, key: str, how, needs_cc: tuple = (8, 0), arch: str = "", save: bool = True
+             ) -> tuple[dict, str]:
+    """(entry, source). source is "recorded" (replayed: this machine cannot run it), "this run" (measured earlier
+    in the same run, maybe by another chapter: the same number everywhere), or "live" (measured now by `how()`,
+    which returns a dict, then recorded). The results file is checked before anything is measured."""
+    if why_not_live(needs_cc, arch):
+        e = results.load().get(section, {}).get(key)
+        if e is None:
+            raise NotRecorded(f"{section} {key} was never recorded in {results.path_for()}; measure it on a GPU that "
+                              f"can run it.")
+        return {k: v for k, v in e.items() if k != "env"}, "recorded"
     dev = device()
-    ok = check(r, m, n, k)
-    b = bench(r, m, n, k)
-    env = dev.env()
-    row = Row(r.id, m, n, k, r.dtype, b.kernel.tflops, b.cublas.tflops, b.ratio, ok.ok, ok.rel_err,
-              "live", dev.name, env["date"])
+    path = results.path_for(dev.slug)
+    run = results.run_id()
+    kept = _MEMORY.get((section, key))
+    if kept and kept.get("run") == run:
+        return kept, "this run"
+    e = results.load(path).get(section, {}).get(key) if path.exists() else None
+    if e and e.get("run") == run:
+        return {k: v for k, v in e.items() if k != "env"}, "this run"
     if save:
-        entry = {**row.json(), "ms": b.kernel.ms, "cublas_ms": b.cublas.ms, "launches": b.kernel.launches,
-                 "input_sets": b.input_sets, "env": env}
-        entry.pop("source")
-        results.record(section, results.gemm_key(r.id, m, n, k), entry, results.path_for(dev.slug))
-    return row
-
-
-def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None, section: str = "gemm") -> Row:
-    r = _rung(r) if isinstance(r, str) else r
-    n, k = n or m, k or m
-    e = results.recorded_gemm(r.id, m, n, k, section=section)
-    if e is None:
-        where = "" if section == "gemm" else f" (section {section})"
-        raise NotRecorded(f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}{where}; "
-                          f"run it on a GPU to measure it.")
-    return Row(r.id, m, n, k, e["dtype"], e["tflops"], e["cublas_tflops"], e["ratio"], e["correct"],
-               e["rel_err"], "recorded", e["gpu"], e["date"])
-
-
-CEILINGS = {
-    # id: (what it is, unit, how to measure it live)
-    "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
-    "l2_read": ("L2 read bandwidth", "TB/s", measure_l2_read),
-    "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
-    "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
-    "hgmma_peak": ("BF16 wgmma (HGMMA) peak (probe)", "TFLOP/s", measure_hgmma_peak),
-    **{f"cublas_{dt}_{n}": (f"cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
-                            (lambda dt=dt, n=n: cublas_tflops(dt, n).tflops))
-       for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
-    "sm_clock_bf16_load": ("SM clock under cuBLAS BF16 load", "MHz", lambda: sm_clock_under_load("bf16")),
-    "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
-}
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    id: str
-    label: str
-    value: float
-    unit: str
-    source: str
-    gpu: str
-    date: str
-
-    def __str__(self) -> str:
-        how = "measured live" if self.source == "live" else "recorded"
-        where = f"{how} on {self.gpu}, {self.date}"
-        return f"{self.label}: {self.value:,.2f} {self.unit}  [{where}]"
-
-
-def ceiling(cid: str, save: bool = True) -> Ceiling:
-    """One of the machine's ceilings: measured now when live (and recorded), else the recorded value."""
-    label, unit, how = CEILINGS[cid]
-    needs = next((p.needs_cc for p in PROBES if p.id == cid), (8, 0))  # a probe knows what it needs; cuBLAS runs anywhere
-    if why_not_live(needs, "sm_90a" if needs >= (9, 0) else "") is None:
-        dev = device()
-        env = dev.env()
-        c = Ceiling(cid, label, float(how()), unit, "live", dev.name, env["date"])
-        if save:
-            results.record("ceilings", cid, {"label": label, "value": c.value, "unit": unit, "gpu": dev.name,
-                                             "date": c.date, "env": env}, results.path_for(dev.slug))
-        return c
-    e = results.recorded_ceiling(cid)
-    if e is None:
-        raise NotRecorded(f"ceiling {cid} was never recorded in {results.path_for()}; measure it on a GPU.")
-    return Ceiling(cid, label, e["value"], unit, "recorded", e["gpu"], e["date"])
+        results.writable(path)  # refuse now, in one sentence, rather than lose a measurement later
+    env = dev.env()
+    entry = {**how(), "run": run, "gpu": dev.name, "date": env["date"]}
+    _MEMORY[(section, key)] = entry
+    if save:
+        try:
+            results.record(section, key, {**entry, "env": env}, path)
+        except (OSError, results.ResultsError) as err:
+            print(f"warning: {section} {key} was measured but could not be written to {path} ({err}); it is kept "
+                  f"in memory for this session only.", file=sys.stderr)
+    return entry, "live"
 
 
 def recorded_entry(section: str, key: str) -> dict:
@@ -127,21 +68,93 @@ def recorded_entry(section: str, key: str) -> dict:
     return {**{k: v for k, v in e.items() if k != "env"}, "source": "recorded"}
 
 
-def record_live(section: str, key: str, entry: dict, save: bool = True) -> dict:
-    """Stamp a live measurement with the GPU and date, record it (with the environment), label it live."""
-    dev = device()
-    env = dev.env()
-    entry = {**entry, "gpu": dev.name, "date": env["date"]}
-    if save:
-        results.record(section, key, {**entry, "env": env}, results.path_for(dev.slug))
-    return {**entry, "source": "live"}
+# ---- a row of the ladder ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    rung: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    tflops: float            # median of the interleaved rounds
+    cublas_tflops: float     # this run's baseline for (shape, dtype, layout, out dtype): the strongest cuBLAS
+    ratio: float             # tflops / cublas_tflops: 0.87 means 87% of cuBLAS
+    correct: bool
+    rel_err: float
+    source: str              # "live" (measured now), "this run" (measured earlier in this run), or "recorded"
+    gpu: str
+    date: str
+    run: str | None = None
+    method: str | None = None
+    tflops_iqr: list | None = None      # [q1, q3] in TFLOP/s
+    cublas_iqr: list | None = None
+    cublas_ref: str | None = None       # what the baseline timed
+    sm_clock_mhz: float | None = None   # NVML, while the rung's batches ran
+    power_w: float | None = None
+    cublas_sm_clock_mhz: float | None = None
+    cublas_power_w: float | None = None
+    cublas_row_tflops: float | None = None  # the same cuBLAS, timed in this row's own rounds: drift witness
+    cupy_tflops: float | None = None        # what cupy.matmul gives, shown beside (its C is in the input dtype)
+    host_us: float | None = None            # host time to queue one launch of the rung: apart from the GPU time
+    cublas_host_us: float | None = None
+
+    def json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_entry(cls, e: dict, source: str) -> "Row":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in e.items() if k in names and k != "source"}, source=source)
 
 
-def recorded_ceilings() -> dict[str, Ceiling]:
-    """All ceilings from the results file, labelled as recorded."""
-    data = results.load()["ceilings"]
-    return {cid: Ceiling(cid, CEILINGS[cid][0] if cid in CEILINGS else e.get("label", cid), e["value"],
-                         e["unit"], "recorded", e["gpu"], e["date"]) for cid, e in data.items()}
+def baseline_key(r: Rung, m: int, n: int, k: int) -> str:
+    return f"{r.dtype}-{layout_name(r.b_layout)}-{r.out_dtype}@{m}x{n}x{k}"
+
+
+def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True) -> Row:
+    """Live: check on fresh data, time against every cuBLAS contender in interleaved rounds, record. The ratio
+    divides by this run's baseline for the shape, dtype, layout and output dtype, so every row of a run shares
+    one cuBLAS number. Replay: the recorded row, labelled so."""
+    r = _rung(r) if isinstance(r, str) else r
+    m, n, k = square(m, n, k)
+    validate(r, m, n, k)  # a shape the rung cannot take is refused here, live or replayed
+
+    def how() -> dict:
+        lau = prepare(r, m, n, k)
+        ok = check(lau)
+        b = bench(lau)
+        cub = b.cublas
+        base, _ = measured("baselines", baseline_key(r, m, n, k), lambda: {
+            "tflops": cub.tflops, "iqr": list(cub.tflops_iqr), "ref": b.cublas_ref, "ms": cub.ms,
+            "sm_clock_mhz": cub.sm_clock_mhz, "power_w": cub.power_w, "timed_beside": r.id, "note": b.note,
+            "contenders": {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr)} for name, t in b.others.items()}},
+            save=save)
+        kt = b.kernel
+        return {"rung": r.id, "m": m, "n": n, "k": k, "dtype": r.dtype, "tflops": kt.tflops,
+                "cublas_tflops": base["tflops"], "ratio": kt.tflops / base["tflops"], "correct": ok.ok,
+                "rel_err": ok.rel_err, "method": METHOD, "tflops_iqr": list(kt.tflops_iqr), "cublas_iqr": base["iqr"],
+                "cublas_ref": base["ref"], "sm_clock_mhz": kt.sm_clock_mhz, "power_w": kt.power_w,
+                "cublas_sm_clock_mhz": base["sm_clock_mhz"], "cublas_power_w": base["power_w"],
+                "cublas_row_tflops": cub.tflops, "cupy_tflops": b.others["cupy.matmul"].tflops,
+                "host_us": kt.host_us, "cublas_host_us": cub.host_us,
+                "ms": kt.ms, "batch": kt.batch, "rounds": kt.rounds, "input_sets": b.input_sets,
+                "worst_element": ok.worst_excess}
+
+    entry, source = measured("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save)
+    return Row.from_entry(entry, source)
+
+
+def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None) -> Row:
+    """The recorded row, even on a GPU."""
+    r = _rung(r) if isinstance(r, str) else r
+    m, n, k = square(m, n, k)
+    validate(r, m, n, k)
+    e = results.recorded_gemm(r.id, m, n, k)
+    if e is None:
+        raise NotRecorded(f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}; "
+                          f"run it on a GPU to measure it.")
+    return Row.from_entry(e, "recorded")
 
 
 def rows(rung_ids=None, sizes=(4096,), progress=None) -> list[Row]:
@@ -158,52 +171,151 @@ def rows(rung_ids=None, sizes=(4096,), progress=None) -> list[Row]:
     return out
 
 
+# ---- the machine's ceilings (chapter 00) -----------------------------------------------------------------------
+
+CEILINGS = {
+    # id: (what it is, unit, how to measure it live)
+    "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
+    "l2_read": ("L2 read bandwidth", "TB/s", measure_l2_read),
+    "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
+    "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
+    "hgmma_peak": ("BF16 wgmma (HGMMA) peak, zero operands (probe)", "TFLOP/s", measure_hgmma_peak),
+    "hgmma_peak_random": ("BF16 wgmma (HGMMA) peak, random operands, sustained: the power-limited ceiling",
+                          "TFLOP/s", lambda: measure_hgmma_peak(random_operands=True)),
+    **{f"cublas_{dt}_{n}": (f"strongest cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
+                            (lambda dt=dt, n=n: measure_cublas(dt, n)))
+       for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
+    "sm_clock_bf16_load": ("SM clock under cuBLAS BF16 load", "MHz", lambda: sm_clock_under_load("bf16")),
+    "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
+}
+# Which probe a ceiling needs (for the GPU it can run on); cuBLAS runs anywhere.
+_PROBE_OF = {"hgmma_peak_random": "hgmma_peak"}
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    id: str
+    label: str
+    value: float
+    unit: str
+    source: str
+    gpu: str
+    date: str
+    sm_clock_mhz: float | None = None
+    power_w: float | None = None
+
+    def __str__(self) -> str:
+        held = (f", SM clock {self.sm_clock_mhz:,.0f} MHz" if self.sm_clock_mhz and self.unit != "MHz" else "") + \
+               (f", {self.power_w:,.0f} W" if self.power_w else "")
+        return f"{self.label}: {self.value:,.2f} {self.unit}  [{self.gpu}, {self.date}{held}]"
+
+
+def ceiling(cid: str, save: bool = True) -> Ceiling:
+    """One of the machine's ceilings, measured once per run (the median of interleaved rounds) and reused by every
+    chapter of that run; the recorded value where this machine cannot measure it."""
+    label, unit, how = CEILINGS[cid]
+    pid = _PROBE_OF.get(cid, cid)
+    needs = next((p.needs_cc for p in PROBES if p.id == pid), (8, 0))
+
+    def measure_it() -> dict:
+        got = how()
+        got = got if isinstance(got, Measured) else Measured(float(got))
+        return {"label": label, "value": got.value, "unit": unit, "sm_clock_mhz": got.sm_clock_mhz,
+                "power_w": got.power_w, "iqr": list(got.iqr) if got.iqr else None}
+
+    e, source = measured("ceilings", cid, measure_it, needs, "sm_90a" if needs >= (9, 0) else "", save)
+    return Ceiling(cid, label, e["value"], unit, source, e["gpu"], e["date"], e.get("sm_clock_mhz"), e.get("power_w"))
+
+
+def recorded_ceilings() -> dict[str, Ceiling]:
+    """All ceilings from the results file, labelled as recorded."""
+    data = results.load()["ceilings"]
+    return {cid: Ceiling(cid, CEILINGS[cid][0] if cid in CEILINGS else e.get("label", cid), e["value"],
+                         e["unit"], "recorded", e["gpu"], e["date"], e.get("sm_clock_mhz"), e.get("power_w"))
+            for cid, e in data.items()}
+
+
+# ---- smaller measurements the chapters show --------------------------------------------------------------------
+
+def _labelled(entry: dict, source: str) -> dict:
+    return {**entry, "source": source}
+
+
 def persistent_grid(rung_id: str, save: bool = True) -> dict:
     """How many clusters (and blocks) a persistent rung launches: the driver's count of clusters that fit on the
-    chip at once, live (and recorded), or as recorded."""
-    from .check import resident_clusters
+    chip at once."""
     from .build import build
+    from .launch import resident_clusters
     r = _rung(rung_id)
-    if why_not_live(r.needs_cc, r.arch):
-        return recorded_entry("grids", r.id)
-    dev = device()
-    cluster = build(r).consts.get("CLUSTER", 1)
-    clusters = resident_clusters(r)
-    return record_live("grids", r.id, {"rung": r.id, "cluster": cluster, "clusters": clusters,
-                                       "blocks": clusters * cluster, "sms": dev.sms}, save)
+
+    def how() -> dict:
+        cluster = build(r).consts.get("CLUSTER", 1)
+        clusters = resident_clusters(r)
+        return {"rung": r.id, "cluster": cluster, "clusters": clusters, "blocks": clusters * cluster,
+                "sms": device().sms}
+    return _labelled(*measured("grids", r.id, how, r.needs_cc, r.arch, save))
 
 
 def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
-    """check() of a deliberately changed variant (e.g. a wrong swizzle mode), live and recorded, or replayed."""
+    """check() of a deliberately changed variant (e.g. a wrong swizzle mode)."""
     from .build import apply_config
-    from .check import check as _check
     r = _rung(rung_id)
-    key = f"{r.id}:{label}"
-    if why_not_live(r.needs_cc, r.arch):
-        return recorded_entry("demos", key)
-    res = _check(r, m, n, k, source=apply_config(r.path.read_text(), config))
-    return record_live("demos", key, {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err,
-                                      "all_finite": res.all_finite, "passed": res.ok, "verdict": str(res)}, save)
+
+    def how() -> dict:
+        res = check(r, m, n, k, source=apply_config(r.path.read_text(), config))
+        return {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err,
+                "all_finite": res.all_finite, "passed": res.ok, "verdict": str(res)}
+    return _labelled(*measured("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
 
 
 def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
     """Run a variant that is expected to trap in a child process (a trap ends that process's CUDA context) and
-    keep the one-sentence explanation check() gives; recorded, or replayed."""
+    keep the one-sentence explanation check() gives."""
     import json
     import subprocess
-    import sys
     r = _rung(rung_id)
-    key = f"{r.id}:{label}"
-    if why_not_live(r.needs_cc, r.arch):
-        return recorded_entry("demos", key)
     script = ("import json, sys, time\nfrom helpers import check, rung\nfrom helpers.build import apply_config\n"
-              "from helpers.check import KernelFault\nr = rung(sys.argv[1])\n"
+              "from helpers.launch import KernelFault\nr = rung(sys.argv[1])\n"
               "src = apply_config(r.path.read_text(), json.loads(sys.argv[2]))\nt0 = time.time()\n"
               "try:\n    out = str(check(r, *map(int, sys.argv[3:6]), source=src))\n"
               "except KernelFault as e:\n    out = str(e)\n"
               "print(json.dumps({'message': out, 'seconds': round(time.time() - t0, 1)}))\n")
-    proc = subprocess.run([sys.executable, "-c", script, r.id, json.dumps(config), str(m), str(n), str(k)],
-                          capture_output=True, text=True, timeout=120)
-    got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {
-        "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]}", "seconds": None}
-    return record_live("demos", key, {"rung": r.id, "change": config, "shape": [m, n, k], **got}, save)
+
+    def how() -> dict:
+        proc = subprocess.run([sys.executable, "-c", script, r.id, json.dumps(config), str(m), str(n), str(k)],
+                              capture_output=True, text=True, timeout=120)
+        got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {
+            "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]}", "seconds": None}
+        return {"rung": r.id, "change": config, "shape": [m, n, k], **got}
+    return _labelled(*measured("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
+
+
+def timing_demo(n: int = 2048, save: bool = True) -> dict:
+    """What the method takes out of a number: cupy.matmul at N x N x N (bf16) timed three ways. With CUDA events
+    around one call on an idle GPU (the host's queueing lands between the events); with the method (GPU time
+    only); and against itself (the A/A ratio, which must be 1). Plus the host's own time to queue one call."""
+    def how() -> dict:
+        import statistics as st
+
+        import cupy as cp
+
+        from .bench import time_gpu
+        from .launch import random_inputs
+        a, b = random_inputs("bf16", n, n, n)
+        out = cp.empty((n, n), a.dtype)
+        mm = lambda i: cp.matmul(a, b, out=out)  # noqa: E731
+        got = time_gpu({"A": mm, "B": mm}, 2.0 * n**3)
+        idle = []
+        for _ in range(15):
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            cp.cuda.runtime.deviceSynchronize()
+            start.record()
+            mm(0)
+            stop.record()
+            stop.synchronize()
+            idle.append(cp.cuda.get_elapsed_time(start, stop) * 1e3)
+        t = got["A"]
+        return {"n": n, "gpu_us": t.ms * 1e3, "iqr_us": [t.q1_ms * 1e3, t.q3_ms * 1e3], "host_us": t.host_us,
+                "idle_start_us": st.median(idle), "aa_ratio": got["A"].ms / got["B"].ms, "batch": t.batch,
+                "rounds": t.rounds}
+    return _labelled(*measured("demos", f"timing@{n}", how, save=save))

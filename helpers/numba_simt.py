@@ -61,30 +61,26 @@ TWINS = {"01_naive": sgemm_naive, "01_smem_tiled": sgemm_smem_tiled}
 
 
 def compare(n: int = 2048, save: bool = True) -> list[dict]:
-    """Each twin against its .cu rung on the same GPU and inputs: TFLOP/s of both, and correctness.
-    Live when a GPU is present (and recorded); otherwise the recorded comparison."""
-    from . import results
-    from .bench import _median_ms
-    from .check import function, geometry, random_inputs, reference
-    from .gpu import why_not_live
-    from .ladder import record_live
-    from .registry import rung
-    if why_not_live():
-        return [{**{k: v for k, v in e.items() if k != "env"}, "source": "recorded"}
-                for key, e in sorted(results.load().get("numba", {}).items()) if key.endswith(f"@{n}")]
+    """Each twin against its .cu rung on the same GPU and inputs: TFLOP/s of both (interleaved rounds, GPU time
+    only), and correctness. Live when a GPU is present (and recorded); otherwise the recorded comparison."""
+    from .ladder import measured
+    return [{**e, "source": source} for e, source in
+            (measured("numba", f"{rid}@{n}", lambda rid=rid: _compare_one(rid, n), save=save) for rid in TWINS)]
+
+
+def _compare_one(rid: str, n: int) -> dict:
     import cupy as cp
-    out = []
-    for rid, twin in TWINS.items():
-        a, b = random_inputs("fp32", n, n, n)
-        c = cp.full((n, n), cp.nan, cp.float32)
-        run(twin, a, b, c)  # first call compiles the twin; also the correctness run
-        ref = reference(a, b)
-        err = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)) if bool(cp.isfinite(c).all()) else float("inf")
-        r = rung(rid)
-        fn, (grid, block, smem) = function(r), geometry(r, n, n)
-        ms_numba = _median_ms(lambda: run(twin, a, b, c), repeats=5)
-        ms_cu = _median_ms(lambda: fn(grid, block, (a, b, c, *(np.int32(n),) * 3), shared_mem=smem), repeats=5)
-        out.append(record_live("numba", f"{rid}@{n}", {
-            "twin": rid, "n": n, "numba_tflops": 2 * n**3 / ms_numba / 1e9, "cu_tflops": 2 * n**3 / ms_cu / 1e9,
-            "rel_err": err, "correct": err < 1e-4}, save))
-    return out
+    from .bench import time_gpu
+    from .check import reference
+    from .launch import prepare, random_inputs
+    twin = TWINS[rid]
+    a, b = random_inputs("fp32", n, n, n)
+    c = cp.full((n, n), cp.nan, cp.float32)
+    run(twin, a, b, c)  # first call compiles the twin; also the correctness run
+    ref = reference(a, b)
+    err = float(cp.linalg.norm(c - ref) / cp.linalg.norm(ref)) if bool(cp.isfinite(c).all()) else float("inf")
+    lau = prepare(rid, n)
+    args = lau.args(a, b, c)
+    got = time_gpu({"numba": lambda i: run(twin, a, b, c), "cu": lambda i: lau.enqueue(args)}, lau.flops)
+    return {"twin": rid, "n": n, "numba_tflops": got["numba"].tflops, "cu_tflops": got["cu"].tflops,
+            "rel_err": err, "correct": err < 1e-4}

@@ -7,19 +7,19 @@ import matplotlib
 
 import numpy as np
 
-from .registry import intensity, rung as _rung
+from .build import intensity
+from .registry import rung as _rung
 
 ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2", "tab:cyan")}
 PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak", "tab:green"),
-         "hgmma_peak": ("wgmma peak", "tab:red")}
+         "hgmma_peak": ("wgmma peak, zero operands", "tab:pink"),
+         "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red")}
 
 
 def _source_note(items) -> str:
-    srcs = {(x.source, x.gpu, x.date[:10]) for x in items}
-    live = sorted({f"{g}, {d}" for s, g, d in srcs if s == "live"})
-    recorded = sorted({f"{g}, {d}" for s, g, d in srcs if s != "live"})
-    return "; ".join(([f"measured live on {', '.join(live)}"] if live else [])
-                     + ([f"recorded on {'; '.join(recorded)}"] if recorded else []))
+    """Where and when the plotted numbers were measured: the same words live and replayed (the banner says which),
+    so a figure saved in the book stays true."""
+    return "recorded on " + "; ".join(sorted({f"{x.gpu}, {x.date[:10]}" for x in items}))
 
 
 def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
@@ -109,7 +109,7 @@ def save_climb(rows, ceilings, path) -> None:
     plt.close(ax.figure)
 
 
-def explore(rows, ceilings: dict):
+def explore_ladder(rows, ceilings: dict):
     """Widgets: pick N and the rungs, and the climb and the roofline are redrawn below them.
 
     Nothing is drawn at display time: the static figures above the widget are what the built book shows,

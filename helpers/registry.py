@@ -156,20 +156,5 @@ def probe(probe_id: str) -> Probe:
     raise KeyError(f"no probe named {probe_id!r}; chapter 00 has: {', '.join(p.id for p in PROBES)}")
 
 
-def intensity(r: Rung) -> float:
-    """FLOP per byte of global loads implied by the tile shape (cache hits ignored).
-
-    A block that loads a [BM, K] slab of A and a [K, BN] slab of B once does 2*BM*BN*K FLOP on
-    (BM + BN)*K elements; without reuse every FMA loads its own two operands.
-    """
-    from .build import build
-    size = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]
-    if r.reuse is None:
-        return 2 / (2 * size)
-    c = build(r).consts
-    bm, bn = c[r.reuse[0]], c[r.reuse[1]]
-    return 2 * bm * bn / (size * (bm + bn))
-
-
 def chapter_rungs(chapter: str) -> tuple[Rung, ...]:
     return tuple(r for r in RUNGS if r.chapter == chapter)

@@ -70,8 +70,9 @@ def where_it_runs() -> str:
 def banner_text(chapter: str | None = None) -> str:
     if live():
         d = device()
-        text = (f"LIVE: numbers below are measured when each cell runs, here on {d.name} (driver {d.driver}, "
-                f"CUDA {d.cuda_driver_api}, CuPy {d.cupy}); this run started {d.env()['date']}.")
+        text = (f"LIVE on {d.name}: every number and plot below was recorded on {d.name}, {d.env()['date']}, by "
+                f"running the cell on it (run {results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, "
+                f"CuPy {d.cupy}). GPU time only, against the strongest cuBLAS in the same rounds.")
         hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
         why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
                                     older and f"{_names(older)} need sm_80 or newer") if p)
@@ -79,7 +80,7 @@ def banner_text(chapter: str | None = None) -> str:
             text += f" This GPU cannot run everything here ({why}); those numbers are the recorded ones."
         return text
     env = recorded_env()
-    where = (f"{env['name']} on {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "
+    where = (f"{env['name']}, {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "
              f"CuPy {env['cupy']})") if env else "nowhere yet (the results file is empty)"
     return f"REPLAY: {why_not_live()} Numbers and plots below were recorded on {where}; none is measured now."
 
@@ -114,17 +115,25 @@ def build_summary(b: Build, entry: str) -> str:
             f"{r.smem_static} B static shared memory, {r.barriers} barrier(s)\n  SASS: {fams}")
 
 
-HEADER = ("rung", "N", "dtype", "TFLOP/s", "cuBLAS", "ratio", "correct", "source")
+HEADER = ("rung", "size", "dtype", "TFLOP/s", "IQR", "cuBLAS", "ratio", "correct", "measured")
+
+
+def _size(r) -> str:
+    return str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}"
 
 
 def table(rows) -> str:
-    """The ladder table as fixed-width text (same in a terminal, a notebook and the built book)."""
-    lines = ["{:<18} {:>6} {:>5} {:>8} {:>8} {:>7} {:>8}  {}".format(*HEADER)]
+    """The ladder table as fixed-width text (same in a terminal, a notebook and the built book, and the same live
+    and replayed: the banner says which). Under it, what each cuBLAS column timed."""
+    rows = list(rows)
+    lines = ["{:<20} {:>14} {:>5} {:>8} {:>13} {:>10} {:>7} {:>7}  {}".format(*HEADER)]
+    refs: dict = {}
     for r in rows:
-        n = str(r.n) if r.m == r.n == r.k else f"{r.m}x{r.n}x{r.k}"
-        src = f"{'live' if r.source == 'live' else 'recorded'} {r.date[:16]}"
-        lines.append(f"{r.rung:<18} {n:>6} {r.dtype:>5} {r.tflops:8.2f} {r.cublas_tflops:8.2f} "
-                     f"{r.ratio:7.1%} {('yes' if r.correct else 'NO'):>8}  {src}")
+        iqr = f"{r.tflops_iqr[0]:.1f}-{r.tflops_iqr[1]:.1f}" if r.tflops_iqr else "n/a"
+        mark = refs.setdefault(r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)", "abcdefghij"[len(refs) % 10])
+        lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5} {r.tflops:8.2f} {iqr:>13} {r.cublas_tflops:8.2f} {mark}"
+                     f" {r.ratio:7.1%} {('yes' if r.correct else 'NO'):>7}  {r.date[:16]}")
+    lines += [f"cuBLAS ({mark}): {ref}" for ref, mark in refs.items()]
     return "\n".join(lines)
 
 

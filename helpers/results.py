@@ -1,7 +1,9 @@
 """Recorded measurements: results/<gpu>.json, written atomically under a lock, read back for replay."""
 from __future__ import annotations
 
+import datetime as _dt
 import fcntl
+import functools
 import json
 import os
 from contextlib import contextmanager
@@ -12,6 +14,14 @@ from .registry import ROOT
 RESULTS = ROOT / "results"
 RESULTS_ENV = "GEMM_LADDER_RESULTS"          # point replay (or recording) at another file
 REFERENCE = "nvidia-h100-80gb-hbm3"          # the GPU the book's outputs were recorded on
+RUN_ENV = "GEMM_LADDER_RUN"                  # one id for every process of a run (ci/gpu.sh sets it)
+
+
+@functools.lru_cache(maxsize=1)
+def run_id() -> str:
+    """This run's id: GEMM_LADDER_RUN if set (so the chapters executed one after another share it), else one id
+    for this process. A row measured earlier in the same run is reused, never measured twice."""
+    return os.environ.get(RUN_ENV) or _dt.datetime.now(_dt.timezone.utc).strftime(f"%Y-%m-%dT%H:%MZ-{os.getpid()}")
 
 
 class ResultsError(RuntimeError):
@@ -33,8 +43,10 @@ def load(path: Path | None = None) -> dict:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ResultsError(f"{path} is not valid JSON ({e}); fix or move it away. It was not changed.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("gemm", {}), dict):
-        raise ResultsError(f"{path} does not look like a results file (no 'gemm' table); it was not changed.")
+    if not isinstance(data, dict) or not all(isinstance(v, dict) and all(isinstance(e, dict) for e in v.values())
+                                             for v in data.values()):
+        raise ResultsError(f"{path} does not look like a results file (each section must map names to entries); "
+                           f"fix or move it away. It was not changed.")
     data.setdefault("ceilings", {})
     data.setdefault("gemm", {})
     return data
@@ -49,6 +61,17 @@ def _locked(path: Path):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def writable(path: Path | None = None) -> Path:
+    """Check, before anything is measured, that results can be recorded: the file is readable as results and its
+    folder writable. Raises ResultsError with one sentence otherwise."""
+    path = path or path_for()
+    load(path)
+    folder = path.parent if path.parent.exists() else path.parent.parent
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ResultsError(f"{path} cannot be written (no permission); set {RESULTS_ENV} to a writable file.")
+    return path
 
 
 def record(section: str, key: str, entry: dict, path: Path | None = None) -> Path:

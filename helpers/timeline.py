@@ -6,18 +6,19 @@ from __future__ import annotations
 import numpy as np
 
 from .build import apply_config, build
-from .check import faults_explained, geometry, kernel_args, random_inputs, validate
-from .gpu import why_not_live
-from .ladder import record_live, recorded_entry
+from .launch import faults_explained, geometry, kernel_args, random_inputs, validate
+from .ladder import measured
 from .registry import rung as _rung
 
 
 def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool = True) -> dict:
     """Stamps of one launch at N x N x N: {'roles': [[[start, end] per tile] per role], ...} in SM cycles."""
     r = _rung(rung_id)
-    key = f"{r.id}@{n}"
-    if why_not_live(r.needs_cc, r.arch):
-        return recorded_entry("timeline", key)
+    entry, source = measured("timeline", f"{r.id}@{n}", lambda: _stamps(r, n), r.needs_cc, r.arch, save)
+    return {**entry, "source": source}
+
+
+def _stamps(r, n: int) -> dict:
     import cupy as cp
     source = apply_config(r.path.read_text(), {"TRACE": 1})
     validate(r, n, n, n, source)
@@ -36,9 +37,8 @@ def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool =
         cp.cuda.runtime.deviceSynchronize()
     stamps = trace.get().reshape(roles, consts["TRACE_TILES"], 2)[:, :tiles].astype(np.int64)
     stamps -= stamps[stamps > 0].min()
-    return record_live("timeline", key, {"rung": r.id, "n": n, "tiles": tiles, "stages": consts["STAGES"],
-                                         "consumers": consts["CONSUMERS"], "roles": stamps.tolist(),
-                                         "unit": "SM clock cycles"}, save)
+    return {"rung": r.id, "n": n, "tiles": tiles, "stages": consts["STAGES"], "consumers": consts["CONSUMERS"],
+            "roles": stamps.tolist(), "unit": "SM clock cycles"}
 
 
 def plot_timeline(tl: dict, first: int = 0, count: int = 24, ax=None):

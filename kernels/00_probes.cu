@@ -4,8 +4,12 @@
 //                 the per-SM L1 cannot serve the repeats.
 //  probe_ffma     FFMA issue peak: independent chains of fused multiply-adds, no memory traffic at all.
 //  probe_hmma     mma.sync peak: independent m16n8k16 BF16 MMAs on register operands (added with chapter 03).
-//  probe_hgmma    wgmma peak: m64n256k16 BF16 on one resident shared tile, no global traffic (chapter 06).
+//  probe_hgmma    wgmma peak: m64n256k16 BF16 on one resident shared tile, no global traffic (chapter 06):
+//                 zero operands (the tile is zero-filled), or random ones copied in once from global memory.
+//  probe_spin     not a ceiling: the timing harness launches it first, so the GPU stays busy while the host
+//                 queues the batch it times, and the CUDA events see GPU work only.
 // New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma (kernels/common/).  Requires: sm_80+, sm_90a for hgmma.
+#include "common/globaltimer.cuh"
 #include "common/mma_sync.cuh"
 #include "common/wgmma.cuh"
 
@@ -64,13 +68,15 @@ probe_hmma(float* __restrict__ sink, int iters, unsigned seed) {
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-probe_hgmma(float* __restrict__ sink, int iters) {
+probe_hgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
     // wgmma exists only on sm_90a; elsewhere (an A100 measuring the other probes) this kernel is never launched.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // A [64, 64] and B [256, 64] bf16 tile, zero-filled, 1024-byte aligned for the 128-byte swizzle. The
-    // values do not matter for the rate; each wgmma is 2 * 64 * 256 * 16 = 524,288 FLOP.
+    // A [64, 64] and B [256, 64] bf16 tile, 1024-byte aligned for the 128-byte swizzle; each wgmma is
+    // 2 * 64 * 256 * 16 = 524,288 FLOP. The values do not change the instruction count, but they change the
+    // power: zeros toggle almost no multiplier bits, so under the 700 W cap the clock stays higher than on real
+    // data. `operands` (random bf16 pairs) gives the power-limited rate; nullptr gives the zero-operand one.
     __shared__ __align__(1024) unsigned tiles[(64 + 256) * 64 / 2];
-    for (int i = threadIdx.x; i < (64 + 256) * 64 / 2; i += THREADS) tiles[i] = 0;
+    for (int i = threadIdx.x; i < (64 + 256) * 64 / 2; i += THREADS) tiles[i] = operands ? operands[i] : 0u;
     fence_proxy_async_shared_cta();  // ordinary stores, read next by wgmma through the async proxy
     __syncthreads();
     const unsigned a = smem_addr(tiles), b = a + 64 * 64 * 2;
@@ -89,4 +95,13 @@ probe_hgmma(float* __restrict__ sink, int iters) {
     for (int j = 0; j < 128; ++j) s += acc[j];
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 #endif
+}
+
+// Busy-waits `ns` nanoseconds of GPU time on one warp. Launched on the stream just before a timed batch, it
+// keeps the GPU busy while the host queues that batch (about 10 us per launch, 30 us per cupy.matmul), so the
+// start event fires only once the whole batch is queued, as nvbench's blocking kernel does.
+extern "C" __global__ void probe_spin(unsigned long long ns) {
+    const unsigned long long start = globaltimer_ns();
+    while (globaltimer_ns() - start < ns) {
+    }
 }

@@ -2,6 +2,7 @@
 GPU: the broken copy fails the check, the solution passes."""
 import pytest
 
+from helpers.build import build
 from helpers.exercises import KERNEL_EXERCISES
 from helpers.explore import conflict_degree, mma_fragment, register_budget, wgmma_desc_encode
 from helpers.playground import play
@@ -16,8 +17,17 @@ def test_cpu_solutions_match_the_explorers():
     assert max(v for v in range(24, 257, 8) if register_budget(24, v, 3)["fits"]) == 160  # ch 09, exercise 1
     assert register_budget(24, 240)["start_cap"] == 168                                    # ch 09, exercise 2
     assert not register_budget(40, 240)["fits"] and register_budget(40, 232)["fits"]
-    assert wgmma_desc_encode(0x4000 + 64) - wgmma_desc_encode(0x4000) == 64 >> 4            # ch 06, exercise 1
-    assert (227 * 1024 - 2048) // ((128 * 64 + 256 * 64) * 2) == 4                          # ch 08, exercise 2
+    # ch 06, exercise 1, from the PTX descriptor layout: start 0x4040 >> 4 in bits 0-13, LBO 16 >> 4 in 16-29,
+    # SBO 1024 >> 4 in 32-45, swizzle mode 1 (128 B) in bits 62-63.
+    assert wgmma_desc_encode(0x4000 + 2 * 32) == 0x4000_0040_0001_0404
+
+
+def test_ring_depths_the_chapter_08_exercises_use_are_the_kernels_own():
+    # A stage holds (BM + BN) * BK bf16 of A and B; 227 KiB less 2 KiB: 7 stages of 128x128 (32 KiB, ch 08
+    # exercise 1), 4 of 128x256 (48 KiB, ch 08 exercise 2, the chapter 09 tile). Read from the .cu constants.
+    consts = [build(rid).consts for rid in ("08_warp_specialized", "09_setmaxnreg")]
+    assert [(c["BM"], c["BN"], c["BK"], c["STAGES"]) for c in consts] == [(128, 128, 64, 7), (128, 256, 64, 4)]
+    assert all(c["SMEM_BYTES"] <= 227 * 1024 for c in consts)
 
 
 @pytest.mark.parametrize("name", sorted(KERNEL_EXERCISES))

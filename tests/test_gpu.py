@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from helpers import RUNGS, ShapeError, check, rung
-from helpers.check import validate
+from helpers.launch import validate
 
 pytestmark = pytest.mark.gpu
 
@@ -55,7 +55,7 @@ def test_wrong_dtype_is_refused_before_launch():
 def test_fp32_c_is_refused_where_the_rung_writes_bf16():
     import cupy as cp
     from helpers import launch
-    from helpers.check import random_inputs
+    from helpers.launch import random_inputs
     a, b = random_inputs("bf16", 256, 256, 64, b_layout="nk")
     with pytest.raises(ShapeError, match="bf16 C"):
         launch("10_beyond_cublas", a, b, cp.empty((256, 256), cp.float32))
@@ -77,18 +77,15 @@ def test_numba_twin_on_cupy_arrays(name, shape):
 
 
 def test_probes_measure_plausible_ceilings():
+    from helpers import device
     from helpers.bench import measure_ffma_peak, measure_hbm_copy, measure_l2_read
-    hbm, l2, ffma = measure_hbm_copy(0.5), measure_l2_read(), measure_ffma_peak(1 << 12)
+    hbm, l2, ffma = measure_hbm_copy(0.5).value, measure_l2_read().value, measure_ffma_peak(1 << 12).value
     assert 0.5 < hbm < l2, (hbm, l2)  # L2 must beat HBM, or the L2 probe is measuring HBM
-    assert ffma > 1.0
-
-
-def test_bench_reports_consistent_ratio():
-    from helpers import bench
-    b = bench("01_warptiled", 1024)
-    assert b.kernel.tflops > 0 and b.cublas.tflops > 0
-    assert b.ratio == pytest.approx(b.kernel.tflops / b.cublas.tflops)
-    assert b.input_sets >= 2
+    # 128 FP32 lanes per SM, 2 FLOP per FFMA: the probe can neither beat the clock nor fall far below it,
+    # unless it counts its FLOPs wrong.
+    dev = device()
+    paper = dev.sms * 128 * 2 * dev.sm_clock_max_mhz * 1e6 / 1e12
+    assert 0.5 * paper < ffma <= 1.02 * paper, (ffma, paper)
 
 
 def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
@@ -99,7 +96,7 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     script = (
         "from helpers import check, rung\n"
         "from helpers.build import apply_config\n"
-        "from helpers.check import KernelFault\n"
+        "from helpers.launch import KernelFault\n"
         "r = rung('07_tma')\n"
         "src = apply_config(r.path.read_text(), {'TX_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"
         "try:\n"

@@ -3,6 +3,7 @@
 // after MBARRIER_TIMEOUT_NS instead of freezing the GPU and the notebook, and the host turns the trap into a
 // sentence (helpers/check.py). No printf here: a call between wgmmas makes ptxas serialize them (C7510).
 #pragma once
+#include "common/globaltimer.cuh"  // paths are relative to kernels/, as in the rungs
 
 #ifndef MBARRIER_TIMEOUT_NS
 #define MBARRIER_TIMEOUT_NS 4000000000ull  // 4 s: no healthy wait comes near it, even under compute-sanitizer
@@ -36,12 +37,6 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(unsigned bar, unsigned 
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     return done;
-}
-
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
 }
 
 // Wait for the phase of `parity` to complete; trap after MBARRIER_TIMEOUT_NS.

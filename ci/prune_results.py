@@ -1,0 +1,28 @@
+"""Keep the book's results one coherent run: drop every timed entry (GEMM rows, cuBLAS baselines, ceilings,
+cross-checks) that the given run did not measure, so no chapter can replay a number from an older run.
+
+    python ci/prune_results.py RUN_ID        (the last step of ci/gpu.sh)
+"""
+import json
+import sys
+
+from helpers import device, results
+
+TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timeline", "grids")
+
+if __name__ == "__main__":
+    run = sys.argv[1]
+    path = results.path_for(device().slug)
+    data = results.load(path)
+    for section in list(data):
+        if section not in TIMED and section not in ("bank_conflicts", "profile", "l2_schedule"):
+            print(f"dropped section {section} ({len(data[section])} entries): nothing reads it any more")
+            del data[section]
+            continue
+        if section not in TIMED:
+            continue
+        stale = [k for k, e in data[section].items() if e.get("run") != run]
+        for k in stale:
+            del data[section][k]
+        print(f"{section}: kept {len(data[section])}, dropped {len(stale)} from older runs {stale[:6]}")
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

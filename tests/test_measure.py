@@ -1,0 +1,161 @@
+"""The measurement layer: refusals before launch, the element-wise verdict, results-file safety (CPU), and the
+harness timing a contender against itself (GPU: A/A tests)."""
+import json
+
+import numpy as np
+import pytest
+
+from helpers import ShapeError, rung
+from helpers import results
+from helpers.check import verdict
+from helpers.launch import square, validate
+
+
+def test_a_zero_size_is_refused_not_replaced_by_m():
+    assert square(256, 0, None) == (256, 0, 256) and square(256, None, None) == (256, 256, 256)
+    for shape in ((256, 0, 256), (256, 256, 0), (0, 256, 256)):
+        with pytest.raises(ShapeError, match="positive"):
+            validate(rung("01_naive"), *shape)
+
+
+def test_measure_and_replay_refuse_a_zero_size_before_looking_anything_up(monkeypatch):
+    from helpers import measure, replay
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    with pytest.raises(ShapeError, match="positive"):
+        measure("10_beyond_cublas", 4096, 0)
+    with pytest.raises(ShapeError, match="positive"):
+        replay("10_beyond_cublas", 4096, 4096, 0)
+
+
+def test_a_grid_taller_than_65535_block_rows_is_refused():
+    # 01_naive puts 32 rows of C in a block row: M = 32 * 65536 needs one block row too many.
+    with pytest.raises(ShapeError, match="65535"):
+        validate(rung("01_naive"), 32 * 65536, 1, 1)
+    validate(rung("01_naive"), 32 * 65535, 1, 1)
+
+
+def _fp32_case(m=64, n=64, k=256, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    return a, b, (a @ b).astype(np.float32)
+
+
+def test_the_element_wise_bound_passes_fp32_summation_and_fails_three_wrong_elements():
+    r = rung("01_naive")
+    a, b, c = _fp32_case()
+    assert verdict(r, 64, 64, 256, a, b, c).ok
+    # Three elements off by 0.01: far below the Frobenius tolerance (about 2e-5 of ||C||), far above the bound.
+    c[3, 5] += 0.01
+    c[40, 1] -= 0.01
+    c[63, 63] += 0.01
+    res = verdict(r, 64, 64, 256, a, b, c)
+    assert res.rel_err < res.tolerance, "the relative error alone would have passed this"
+    assert not res.ok and res.bad_elements == 3, str(res)
+
+
+def test_the_bound_allows_bf16_rounding_of_c_and_catches_a_missed_k_slice():
+    import ml_dtypes
+    r = rung("10_beyond_cublas")  # bf16 in, bf16 out, B stored K-major
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((128, 512)).astype(ml_dtypes.bfloat16)
+    bt = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
+    a32, bt32 = a.astype(np.float32), bt.astype(np.float32)
+    c = (a32 @ bt32.T).astype(ml_dtypes.bfloat16)
+    assert verdict(r, 128, 256, 512, a, bt, c).ok
+    c_missing = (a32[:, :448] @ bt32[:, :448].T).astype(ml_dtypes.bfloat16)  # the last 64-deep k tile forgotten
+    assert not verdict(r, 128, 256, 512, a, bt, c_missing).ok
+
+
+def test_nan_never_passes_the_verdict():
+    a, b, c = _fp32_case()
+    c[0, 0] = np.nan
+    res = verdict(rung("01_naive"), 64, 64, 256, a, b, c)
+    assert not res.ok and "NaN" in str(res)
+
+
+def test_a_broken_results_file_is_refused_before_measuring_and_left_alone(tmp_results):
+    tmp_results.write_text(json.dumps({"gemm": {"x": 3}}))  # a row that is not an entry
+    with pytest.raises(results.ResultsError, match="does not look like a results file"):
+        results.writable()
+    assert json.loads(tmp_results.read_text()) == {"gemm": {"x": 3}}
+    tmp_results.write_text("{}")
+    assert results.writable() == tmp_results
+
+
+def test_an_old_row_without_the_new_keys_still_replays():
+    from helpers.ladder import Row
+    row = Row.from_entry({"rung": "x", "m": 1, "n": 1, "k": 1, "dtype": "bf16", "tflops": 2.0, "cublas_tflops": 4.0,
+                          "ratio": 0.5, "correct": True, "rel_err": 0.0, "gpu": "g", "date": "d", "ms": 1.0},
+                         "recorded")
+    assert row.ratio == 0.5 and row.run is None and row.tflops_iqr is None and row.source == "recorded"
+
+
+def test_quartiles_are_the_middle_half():
+    from helpers.bench import _quartiles
+    assert _quartiles([5.0, 1.0, 3.0, 2.0, 4.0]) == (2.0, 3.0, 4.0)
+
+
+# ---- GPU: the harness against itself ---------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_cublas_against_itself_reads_one():
+    import cupy as cp
+    from helpers.bench import time_gpu
+    from helpers.launch import random_inputs
+    a, b = random_inputs("bf16", 4096, 4096, 4096)
+    out = cp.empty((4096, 4096), a.dtype)
+    mm = lambda i: cp.matmul(a, b, out=out)  # noqa: E731
+    got = time_gpu({"A": mm, "B": mm}, 2.0 * 4096**3)
+    ratio = got["A"].tflops / got["B"].tflops
+    assert 0.98 <= ratio <= 1.02, (ratio, got)
+    assert got["A"].spread < 0.05, got["A"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rid", ["05_cp_async", "10_beyond_cublas"])
+def test_a_rung_against_itself_reads_one(rid):
+    from helpers import prepare
+    from helpers.bench import time_gpu
+    lau = prepare(rid, 4096)
+    a, b = lau.inputs()
+    args = lau.args(a, b, lau.output())
+    got = time_gpu({"A": lambda i: lau.enqueue(args), "B": lambda i: lau.enqueue(args)}, lau.flops)
+    ratio = got["A"].tflops / got["B"].tflops
+    assert 0.98 <= ratio <= 1.02, (ratio, got)
+
+
+@pytest.mark.gpu
+def test_bench_times_the_strongest_cublas_with_the_rungs_output_dtype():
+    from helpers import bench
+    b = bench("09_setmaxnreg", 2048)  # fp32 C: cupy.matmul (bf16 C) may be shown, never the reference
+    assert b.others and "fp32 out" in b.cublas_ref, b.cublas_ref
+    assert all(t.rounds >= 15 and t.batch == b.kernel.batch for t in b.others.values())
+    assert b.cublas.ms <= min(t.ms for name, t in b.others.items() if name != "cupy.matmul") * 1.0001
+
+
+@pytest.mark.gpu
+def test_a_misaligned_view_is_refused_in_one_sentence():
+    import cupy as cp
+    from helpers import launch
+    from helpers.launch import random_inputs
+    a, b = random_inputs("bf16", 256, 256, 64, b_layout="nk")
+    buf = cp.empty(256 * 256 + 2, dtype=a.dtype)
+    c_bad = buf[2:].view().reshape(256, 256)  # contiguous, 4 bytes past a 16-byte boundary
+    with pytest.raises(ShapeError, match="16-byte boundary"):
+        launch("10_beyond_cublas", a, b, c_bad)
+
+
+@pytest.mark.gpu
+def test_a_few_wrong_elements_fail_the_check_on_a_real_launch():
+    import cupy as cp
+    from helpers import prepare
+    lau = prepare("05_cp_async", 512)
+    a, b = lau.inputs()
+    c = lau.output()
+    lau(a, b, c)
+    cp.cuda.runtime.deviceSynchronize()
+    assert verdict(lau.rung, 512, 512, 512, a, b, c).ok
+    c[7, 9] += 0.05
+    c[100, 3] -= 0.05
+    assert verdict(lau.rung, 512, 512, 512, a, b, c).bad_elements == 2
