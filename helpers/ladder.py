@@ -10,7 +10,7 @@ import sys
 from dataclasses import asdict, dataclass, fields
 
 from . import results
-from .bench import (METHOD, Measured, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
+from .bench import (METHOD, Measured, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
                     measure_hgmma_peak, measure_hmma_peak, measure_l2_read, sm_clock_under_load)
 from .check import check
 from .gpu import device, why_not_live
@@ -185,6 +185,8 @@ CEILINGS = {
     **{f"cublas_{dt}_{n}": (f"strongest cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
                             (lambda dt=dt, n=n: measure_cublas(dt, n)))
        for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
+    "cublas_bf16_8192_back_to_back": ("cupy.matmul BF16 at N=8192, back to back for 1.5 s (power-limited)",
+                                      "TFLOP/s", lambda: back_to_back("bf16", 8192)),
     "sm_clock_bf16_load": ("SM clock under cuBLAS BF16 load", "MHz", lambda: sm_clock_under_load("bf16")),
     "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
 }
