@@ -8,7 +8,7 @@ import sys
 
 from helpers import device, results
 
-TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timeline", "grids")
+TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timeline", "grids", "sustained", "variants")
 
 if __name__ == "__main__":
     run = sys.argv[1]

@@ -1,33 +1,43 @@
-"""Try variants of a rung's constexpr configuration at N=4096 against cuBLAS (same run). Not a test.
+"""Try variants of a rung's constexpr configuration against the strongest cuBLAS (same rounds), at several sizes,
+and record each (section "variants", with the run id) so chapter 10 can show what was tried. Not a test.
 
-    python ci/tune.py [N] [RUNG ...]   -> one line per variant: TFLOP/s, % of cuBLAS, registers, correctness
+    python ci/tune.py [RUNG ...]   -> one line per variant and size: TFLOP/s, % of cuBLAS, registers, correctness
 """
+import json
 import sys
 
 from helpers import bench, build, check, rung
 from helpers.build import apply_config
+from helpers.ladder import measured
 
+SIZES = (2048, 4096, 8192)
 VARIANTS = {
-    "08_warp_specialized": [{}, {"WGMMA_N": 64}, {"BN": 256, "WGMMA_N": 256}],
-    "09_setmaxnreg": [{}, {"PRODUCER_REGS": 40, "CONSUMER_REGS": 232}],
     "10_beyond_cublas": [{}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}],
 }
 
 
+def variant(r, changes: dict, n: int) -> dict:
+    src = apply_config(r.path.read_text(), changes)
+    ok = check(r, 1024, source=src)
+    res = bench(r, n, source=src)
+    return {"rung": r.id, "change": changes, "n": n, "tflops": res.kernel.tflops, "cublas_tflops": res.cublas.tflops,
+            "ratio": res.ratio, "tflops_iqr": list(res.kernel.tflops_iqr), "cublas_ref": res.cublas_ref,
+            "registers": build(r, source=src).resources[r.entry].registers, "correct": ok.ok}
 
-def main(n: int = 4096, *only: str) -> None:
+
+def main(*only: str) -> None:
     for rid, variants in VARIANTS.items():
         if only and rid not in only:
             continue
         r = rung(rid)
-        for changes in variants:
-            src = apply_config(r.path.read_text(), changes)
-            ok = check(r, 1024, source=src)
-            res = bench(r, n, source=src)
-            regs = build(r, source=src).resources[r.entry].registers
-            print(f"{rid} {changes or 'as committed'}: {res.kernel.tflops:.2f} TFLOP/s, cuBLAS {res.cublas.tflops:.2f}, "
-                  f"{res.ratio:.1%}, {regs} regs, {'correct' if ok.ok else 'WRONG'} ({ok.rel_err:.1e})", flush=True)
+        for n in SIZES:
+            for changes in variants:
+                e, _ = measured("variants", f"{rid}:{json.dumps(changes, sort_keys=True)}@{n}",
+                                lambda: variant(r, changes, n), r.needs_cc, r.arch)
+                print(f"{rid} N={n} {changes or 'as committed'}: {e['tflops']:.1f} TFLOP/s, cuBLAS "
+                      f"{e['cublas_tflops']:.1f}, {e['ratio']:.1%}, {e['registers']} regs, "
+                      f"{'correct' if e['correct'] else 'WRONG'}", flush=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 4096, *sys.argv[2:])
+    main(*sys.argv[1:])

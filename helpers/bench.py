@@ -382,27 +382,24 @@ def measure_cublas(dtype: str, n: int) -> Measured:
     return Measured(best.tflops, best.sm_clock_mhz, best.power_w, best.tflops_iqr)
 
 
-def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
-    """cupy.matmul (N x N x N, `dtype`) queued back to back for `seconds`, with no gaps: the power-limited regime
-    of a long training step. TFLOP/s from events around the second half (the queue stays full: the host queues a
-    call in tens of microseconds, the GPU needs far longer), and the SM clock and power NVML reads meanwhile."""
+def _hold(run, seconds: float, settle: float) -> tuple[float, int, list]:
+    """Queue run(i) back to back, with no gaps, for `settle` seconds and then `seconds` more; return the GPU time
+    of the second part (events around it), how many launches it held, and NVML's samples meanwhile. A few groups
+    of launches stay queued, no more: the GPU never starves and the host never runs far ahead."""
     import cupy as cp
-    from .launch import random_inputs
-    require_live()
-    a, b = random_inputs(dtype, n, n, n)
-    out = cp.empty((n, n), dtype=a.dtype)
-    samples, calls, start, stop, inflight = [], 0, None, cp.cuda.Event(), []
+    samples, calls, i, start, stop, inflight = [], 0, 0, None, cp.cuda.Event(), []
     t0 = time.perf_counter()
-    while time.perf_counter() < t0 + seconds:
-        if start is None and time.perf_counter() > t0 + seconds / 2:
+    while time.perf_counter() < t0 + settle + seconds or start is None:
+        if start is None and time.perf_counter() > t0 + settle:
             start = cp.cuda.Event()
             start.record()
         for _ in range(4):
-            cp.matmul(a, b, out=out)
+            run(i)
+            i += 1
             calls += start is not None
         inflight.append(cp.cuda.Event())
         inflight[-1].record()
-        if len(inflight) > 8:  # keep a few groups queued, no more: the GPU never starves, the host never runs away
+        if len(inflight) > 8:
             inflight.pop(0).synchronize()
         if start is not None:
             s = sample_clock_power()
@@ -410,11 +407,46 @@ def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Me
                 samples.append(s)
     stop.record()
     stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop), calls, samples
+
+
+def _held(name: str, per_launch: list, samples: list, flops: float, batch: int) -> Timing:
+    q1, med, q3 = _quartiles(per_launch)
+    clocks = [x[0] for x in samples if x[0]]
+    powers = [x[1] for x in samples if x[1]]
+    return Timing(name, med, q1, q3, len(per_launch), batch, flops, statistics.median(clocks) if clocks else None,
+                  statistics.median(powers) if powers else None)
+
+
+def time_sustained(contenders: dict, flops: float, seconds: float = 0.6, rounds: int = 4) -> dict[str, Timing]:
+    """The power-limited regime of a long run: each contender queued back to back for `seconds` (after half as
+    long again to let the clock settle), contenders alternating ABBA over `rounds`. Timing.ms is the mean GPU time
+    per launch of a window (median over rounds); the clock and power are NVML's medians while it ran."""
+    require_live()
+    names = list(contenders)
+    per_launch = {name: [] for name in names}
+    samples = {name: [] for name in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            ms, calls, got = _hold(contenders[name], seconds, seconds / 2)
+            per_launch[name].append(ms / calls)
+            samples[name] += got
+    return {name: _held(name, per_launch[name], samples[name], flops, 0) for name in names}
+
+
+def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
+    """cupy.matmul (N x N x N, `dtype`) queued back to back, with no gaps: the power-limited regime of a long
+    training step. TFLOP/s over the second half of `seconds`, and the SM clock and power NVML read meanwhile."""
+    import cupy as cp
+    from .launch import random_inputs
+    require_live()
+    a, b = random_inputs(dtype, n, n, n)
+    out = cp.empty((n, n), dtype=a.dtype)
+    ms, calls, samples = _hold(lambda i: cp.matmul(a, b, out=out), seconds / 2, seconds / 2)
     if not samples:
         raise RuntimeError("NVML did not report the SM clock (is nvidia-ml-py installed?)")
-    med = lambda xs: statistics.median(xs) if xs else None  # noqa: E731
-    tflops = 2.0 * n**3 * calls / cp.cuda.get_elapsed_time(start, stop) / 1e9
-    return Measured(tflops, med([x[0] for x in samples]), med([x[1] for x in samples if x[1]]))
+    t = _held("cupy.matmul", [ms / calls], samples, 2.0 * n**3, 0)
+    return Measured(t.tflops, t.sm_clock_mhz, t.power_w)
 
 
 def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
@@ -424,5 +456,5 @@ def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5
 
 
 __all__ = ["BenchResult", "Measured", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read",
-           "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "back_to_back",
+           "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "back_to_back", "time_sustained",
            "sm_clock_under_load"]

@@ -321,3 +321,24 @@ def timing_demo(n: int = 2048, save: bool = True) -> dict:
                 "idle_start_us": st.median(idle), "aa_ratio": got["A"].ms / got["B"].ms, "batch": t.batch,
                 "rounds": t.rounds}
     return _labelled(*measured("demos", f"timing@{n}", how, save=save))
+
+
+def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
+    """The rung and the strongest cuBLAS (the winner of the interleaved rounds) each held back to back, the
+    power-limited regime of a long run: TFLOP/s, SM clock, board power and picojoules per FLOP of both."""
+    r = _rung(r) if isinstance(r, str) else r
+
+    def how() -> dict:
+        from .bench import time_sustained
+        lau = prepare(r, n)
+        b = bench(lau)
+        best = next(name for name, t in b.others.items() if t is b.cublas)
+        got = time_sustained({"kernel": b.runs["kernel"], best: b.runs[best]}, lau.flops)
+        k, c = got["kernel"], got[best]
+        pj = lambda t: t.power_w / t.tflops if t.power_w else None  # noqa: E731 - W per TFLOP/s is pJ per FLOP
+        return {"rung": r.id, "n": n, "tflops": k.tflops, "cublas_tflops": c.tflops, "ratio": k.tflops / c.tflops,
+                "cublas_ref": b.cublas_ref, "burst_ratio": b.ratio, "sm_clock_mhz": k.sm_clock_mhz,
+                "power_w": k.power_w, "pj_per_flop": pj(k), "cublas_sm_clock_mhz": c.sm_clock_mhz,
+                "cublas_power_w": c.power_w, "cublas_pj_per_flop": pj(c), "rounds": k.rounds,
+                "tflops_iqr": list(k.tflops_iqr), "cublas_iqr": list(c.tflops_iqr)}
+    return _labelled(*measured("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save))

@@ -79,7 +79,10 @@ def banner_text(chapter: str | None = None) -> str:
         if why:  # e.g. a Colab T4, L4 or A100
             text += f" This GPU cannot run everything here ({why}); those numbers are the recorded ones."
         return text
-    env = recorded_env()
+    try:
+        env = recorded_env()
+    except results.ResultsError as e:  # say it once, here, instead of a traceback in every cell below
+        return f"REPLAY: {why_not_live()} But no recorded numbers can be shown: {e}"
     where = (f"{env['name']}, {env['date']} (driver {env['driver']}, CUDA {env['cuda_driver_api']}, "
              f"CuPy {env['cupy']})") if env else "nowhere yet (the results file is empty)"
     return f"REPLAY: {why_not_live()} Numbers and plots below were recorded on {where}; none is measured now."

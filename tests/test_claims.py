@@ -10,7 +10,7 @@ from helpers import results
 from helpers.registry import ROOT
 
 FINAL = "10_beyond_cublas"
-TIMED = ("gemm", "baselines", "ceilings", "crosscheck")
+TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "sustained", "variants")
 
 
 @pytest.fixture(scope="module")

@@ -159,3 +159,11 @@ def test_a_few_wrong_elements_fail_the_check_on_a_real_launch():
     c[7, 9] += 0.05
     c[100, 3] -= 0.05
     assert verdict(lau.rung, 512, 512, 512, a, b, c).bad_elements == 2
+
+
+def test_the_banner_names_a_broken_results_file_in_one_sentence(tmp_results, monkeypatch):
+    from helpers import report
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    tmp_results.write_text("[1, 2")
+    text = report.banner_text("10")
+    assert text.startswith("REPLAY:") and "not valid JSON" in text and "\n" not in text
