@@ -18,7 +18,8 @@ from .ladder import (CEILINGS, NotRecorded, Row, ceiling, demo_check, demo_fault
                      measured, recorded_ceilings, recorded_entry, replay, rows)
 from .plot import climb, explore_ladder, roofline, sweep
 from .registry import PROBES, RUNGS, chapter_rungs, probe, rung
-from .report import banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file, show_source, table
+from .report import (banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file,
+                     show_python, show_source, table)
 from .results import ResultsError
 
 __all__ = [name for name in dir() if not name.startswith("_")]

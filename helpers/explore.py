@@ -233,12 +233,38 @@ def mbarrier_countdown(expect_tx: int, copies: list[int], arrivals: int = 1) -> 
     return events
 
 
-def register_budget(producer: int, consumer: int, consumers: int = 2, file: int = 65536) -> dict:
-    """Does a setmaxnreg split fit one SM's register file (one block, 128 threads per warpgroup)?"""
+REGISTER_FILE = 65536  # 32-bit registers per SM on Hopper
+
+
+def launch_registers(threads: int, file: int = REGISTER_FILE) -> int:
+    """What ptxas may give each thread under __launch_bounds__(threads, 1): the file split evenly, rounded down to
+    the allocation step of 8 registers (a warp gets them in chunks of 8 x 32)."""
+    return file // threads // 8 * 8
+
+
+def register_budget(producer: int, consumer: int, consumers: int = 2, launch_regs: int | None = None) -> dict:
+    """Does a setmaxnreg split fit? setmaxnreg.inc draws from the CTA's own pool, which is what the CTA was given at
+    launch (launch_regs per thread x its threads), not the SM's 65,536. A split past the pool never gets its
+    registers: setmaxnreg.inc waits for them forever."""
+    threads = 128 * (1 + consumers)
+    launch_regs = launch_registers(threads) if launch_regs is None else launch_regs
     legal = all(v % 8 == 0 and 24 <= v <= 256 for v in (producer, consumer))
     total = 128 * producer + 128 * consumers * consumer
-    return {"registers": total, "file": file, "fits": total <= file, "legal_values": legal,
-            "start_cap": file // (128 * (1 + consumers)) // 8 * 8}
+    pool = launch_regs * threads
+    return {"registers": total, "pool": pool, "file": REGISTER_FILE, "fits": total <= pool, "legal_values": legal,
+            "start_cap": launch_regs, "threads": threads}
+
+
+def blocks_per_sm(registers: int, threads: int, smem_bytes: int = 0, smem_per_sm: int = 228 * 1024,
+                  max_threads: int = 2048) -> dict:
+    """How many blocks of a kernel fit on one SM at once, and which resource decides. Registers are allocated per
+    warp in chunks of 8 per thread (256 per warp), so 130 registers cost as much as 136."""
+    per_warp = -(-registers // 8) * 8 * 32
+    warps = threads // 32
+    by = {"registers": REGISTER_FILE // (per_warp * warps), "threads": max_threads // threads,
+          "shared memory": smem_per_sm // smem_bytes if smem_bytes else 99}
+    limit = min(by, key=by.get)
+    return {"blocks": by[limit], "limited_by": limit, "registers_per_thread_allocated": per_warp // 32, **by}
 
 
 def ring_parities(stages: int, k_tiles: int) -> list[dict]:

@@ -70,9 +70,11 @@ def where_it_runs() -> str:
 def banner_text(chapter: str | None = None) -> str:
     if live():
         d = device()
-        text = (f"LIVE on {d.name}: every number and plot below was recorded on {d.name}, {d.env()['date']}, by "
-                f"running the cell on it (run {results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, "
-                f"CuPy {d.cupy}). GPU time only, against the strongest cuBLAS in the same rounds.")
+        text = (f"LIVE on {d.name}, executed {d.env()['date']}: the numbers and plots below were recorded on this "
+                f"GPU by running the cells (run {results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, "
+                f"CuPy {d.cupy}). A number this run had already measured, in another chapter or by the ladder, is "
+                f"reused, and each table row shows when it was measured. GPU time only, against the strongest cuBLAS "
+                f"in the same rounds.")
         hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
         why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
                                     older and f"{_names(older)} need sm_80 or newer") if p)
@@ -175,6 +177,12 @@ def show_file(relpath: str) -> None:
     """Show a file under kernels/, e.g. the PTX wrappers in 'common/mma_sync.cuh'."""
     from .registry import KERNELS
     _display_code((KERNELS / relpath).read_text(), "cuda")
+
+
+def show_python(obj) -> None:
+    """Show the source of a helper function (e.g. the host code that builds a tensor map), highlighted."""
+    import inspect
+    _display_code(inspect.getsource(obj), "python")
 
 
 def show_diff(before: str, after: str) -> None:

@@ -1,8 +1,9 @@
 // Rung 09_setmaxnreg: Hopper, step 4. BF16 in, FP32 accumulate, sm_90a.
 // Builds on: 08_warp_specialized. The producer needs a handful of registers, each consumer thread wants 128
 // accumulators for a 64 x 256 tile plus addresses. With 384 threads the compiler may give each at most
-// 65536 / 384 = 170. setmaxnreg moves registers between warpgroups at run time: the producer drops to 24 and
-// the two consumers rise to 240, and 128 * 24 + 256 * 240 = 64,512 fits in the 65,536 of an SM. That pays for
+// 65536 / 384 = 170, rounded down to 168, so the CTA starts with 168 x 384 = 64,512 registers. setmaxnreg moves
+// registers between warpgroups at run time, within that pool: the producer drops to 24 and the two consumers
+// rise to 240, and 128 * 24 + 256 * 240 = 64,512 uses the pool exactly. That pays for
 // m64n256k16 and a 128 x 256 block tile: twice the tile of rung 08 for the same shared-memory reads of A.
 // New PTX: setmaxnreg.inc / setmaxnreg.dec (kernels/common/setmaxnreg.cuh).  Requires: sm_90a.
 //
@@ -48,7 +49,10 @@ __device__ __forceinline__ void stamp(int role, int kt, int which) {
             trace_clock[(role * TRACE_TILES + kt) * 2 + which] = clock64();
     }
 }
-static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file holds 65,536");
+// setmaxnreg.inc draws from the CTA's pool: what it got at launch, 65536 / THREADS per thread rounded down to 8
+// (168 x 384 = 64,512), not the SM's 65,536. A split past the pool would wait for registers forever.
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / THREADS / 8 * 8 * THREADS,
+              "the split must fit the registers the CTA was given at launch");
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,

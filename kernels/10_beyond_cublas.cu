@@ -51,7 +51,10 @@ constexpr int PRODUCER_REGS = 40;            // the tile scheduler's arithmetic 
 constexpr int CONSUMER_REGS = 232;
 
 static_assert(STAGES >= 2 && SMEM_BYTES <= SMEM_BUDGET, "the budget must hold at least two stages");
-static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536, "the register file holds 65,536");
+// setmaxnreg.inc draws from the CTA's pool: what it got at launch, 65536 / THREADS per thread rounded down to 8
+// (168 x 384 = 64,512), not the SM's 65,536. A split past the pool would wait for registers forever.
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / THREADS / 8 * 8 * THREADS,
+              "the split must fit the registers the CTA was given at launch");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from helpers import PROBES, RUNGS, CompileError, build, opcode_families
+from helpers import PROBES, RUNGS, CompileError, build, opcode_families, rung
 from helpers.build import parse_ptxas, read_consts, sass_inventory
 
 
@@ -99,3 +99,25 @@ def test_sm80_kernels_also_build_for_an_a100(r):
     b = build(r, arch="sm_80")
     assert re.search(r"^\s*\.target\s+sm_80$", b.sass(), re.M), f"{r.id}: nvdisasm says the cubin is not sm_80"
     assert r.entry in b.resources and b.count("HGMMA", r.entry) == 0
+
+
+@pytest.mark.parametrize("r", [r for r in RUNGS if "USETMAXREG" in r.sass_has], ids=lambda r: r.id)
+def test_setmaxnreg_splits_fit_the_pool_the_cta_got_at_launch(r):
+    # setmaxnreg.inc takes registers from the CTA's pool, which ptxas fixed at launch: registers x threads.
+    from helpers.explore import register_budget
+    b = build(r)
+    c = b.consts
+    need = 128 * c["PRODUCER_REGS"] + 128 * c["CONSUMERS"] * c["CONSUMER_REGS"]
+    assert need <= b.resources[r.entry].registers * c["THREADS"], (need, b.resources[r.entry].registers)
+    assert register_budget(c["PRODUCER_REGS"], c["CONSUMER_REGS"], c["CONSUMERS"],
+                           b.resources[r.entry].registers)["fits"]
+
+
+def test_a_split_past_the_pool_is_refused_at_compile_time():
+    # 32 + 2 x 240 over 128 threads each is 65,536: the SM's file, but 1,024 more than the 64,512 the CTA gets.
+    from helpers.build import CompileError, apply_config
+    from helpers.explore import register_budget
+    assert not register_budget(32, 240)["fits"] and register_budget(24, 240)["fits"]
+    r = rung("09_setmaxnreg")
+    with pytest.raises(CompileError, match="given at launch"):
+        build(r, source=apply_config(r.path.read_text(), {"PRODUCER_REGS": 32}))
