@@ -73,7 +73,9 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
     ax.set_xticks(range(len(names)), names)
     ax.set(ylabel="TFLOP/s (bar labels: TFLOP/s and % of cuBLAS)", title=f"{title}\n({_source_note(rows)})")
     ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    ax.set_ylim(0, max([r.tflops for r in rows] + [r.cublas_tflops for r in rows]) * 1.3)
+    drawn = [c.value for cid, c in (ceilings or {}).items() if cid in PEAKS]
+    ax.set_ylim(0, max([r.tflops for r in rows] + [r.cublas_tflops for r in rows] + drawn) * 1.3)  # every line in the
+    # legend stays on the axes
     ax.legend(fontsize=8, loc="upper left")
     return ax
 
@@ -130,6 +132,9 @@ def explore_ladder(rows, ceilings: dict):
         with out:
             out.clear_output(wait=True)
             chosen = [r for r in rows if r.n == size.value and r.rung in picked.value]
+            missing = [name for name in picked.value if name not in {r.rung for r in chosen}]
+            if missing:  # say so rather than draw fewer bars than were asked for
+                print(f"not measured at N={size.value}: {', '.join(missing)}")
             if not chosen:
                 print("pick at least one rung")
                 return

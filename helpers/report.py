@@ -70,11 +70,10 @@ def where_it_runs() -> str:
 def banner_text(chapter: str | None = None) -> str:
     if live():
         d = device()
-        text = (f"LIVE on {d.name}, executed {d.env()['date']}: the numbers and plots below were recorded on this "
-                f"GPU by running the cells (run {results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, "
-                f"CuPy {d.cupy}). A number this run had already measured, in another chapter or by the ladder, is "
-                f"reused, and each table row shows when it was measured. GPU time only, against the strongest cuBLAS "
-                f"in the same rounds.")
+        text = (f"LIVE: measured on {d.name} when these cells ran, {d.env()['date']} (run {results.run_id()}; "
+                f"driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy {d.cupy}). A number this run had already "
+                f"measured, in another chapter or by the ladder, is reused, and each table row shows when it was "
+                f"measured. GPU time only, against the strongest cuBLAS in the same rounds.")
         hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
         why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
                                     older and f"{_names(older)} need sm_80 or newer") if p)
@@ -143,15 +142,46 @@ def table(rows) -> str:
 
 
 def _display_code(text: str, language: str) -> None:
+    """Highlighted code in a notebook, with the colours inlined so JupyterLab shows them as the book does (IPython's
+    Code object relies on a stylesheet JupyterLab does not load); plain text anywhere else."""
     try:
         from IPython import get_ipython
-        from IPython.display import Code, display
+        from IPython.display import HTML, display
         if get_ipython() is not None:
-            display(Code(text, language=language))
+            from pygments import highlight
+            from pygments.formatters import HtmlFormatter
+            from pygments.lexers import get_lexer_by_name
+            html = highlight(text, get_lexer_by_name(language), HtmlFormatter(noclasses=True, nobackground=True))
+            display({"text/html": html, "text/plain": text}, raw=True)
             return
     except ImportError:
         pass
     print(text)
+
+
+class Progress:
+    """One line that says how far a loop has got, updated in place (a notebook keeps a single output; a terminal
+    gets a line each on stderr)."""
+
+    def __init__(self, total: int):
+        import sys
+        import time
+        self.total, self.t0, self.handle, self.sys, self.time = total, time.time(), None, sys, time
+        try:
+            from IPython import get_ipython
+            if get_ipython() is not None:
+                from IPython.display import display
+                self.handle = display({"text/plain": f"0/{total} ..."}, raw=True, display_id=True)
+        except ImportError:
+            pass
+
+    def __call__(self, done: int, label: str) -> None:
+        line = (f"[{done}/{self.total}] {label} ({self.time.time() - self.t0:.0f} s so far)" if done < self.total
+                else f"all {self.total} done")  # the last state is what a saved notebook keeps: no clock in it
+        if self.handle is not None:
+            self.handle.update({"text/plain": line}, raw=True)
+        else:
+            print(line, file=self.sys.stderr, flush=True)
 
 
 def _function_text(source: str, entry: str) -> str:

@@ -50,3 +50,39 @@ def test_kernel_exercise_broken_fails_and_solution_passes(name):
 def test_playground_reports_compile_errors_with_the_line():
     out = play("01_naive", "extern \"C\" __global__ void sgemm_naive() { undefined_thing; }\n")
     assert not out.compiled and "line 1" in out.message and "undefined_thing" in out.message
+
+
+def test_solutions_are_folded_in_a_way_jupyterlab_and_the_book_both_honour():
+    # A MyST {admonition} fence shows in JupyterLab as a code block with every answer in plain sight; an HTML
+    # <details> block is folded in both, and the markdown inside it still renders in the book.
+    import json
+    from helpers.registry import ROOT
+    for path in sorted((ROOT / "chapters").glob("[01]*.ipynb")):
+        text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                         if c["cell_type"] == "markdown")
+        assert "{admonition} Solutions" not in text, path.name
+        if "## Exercises" in text:
+            assert "<details>\n<summary><b>Solutions</b>" in text and "\n\n</details>" in text, path.name
+
+
+def test_the_expected_answers_are_not_in_the_check_cells():
+    import json
+    from helpers.registry import ROOT
+    for path in sorted((ROOT / "chapters").glob("[01]*.ipynb")):
+        cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        checks = [c for c in cells if "check_exercises(" in c]
+        assert len(checks) == 1 and "def verdict" not in "".join(cells), path.name
+
+
+def test_a_swizzle_that_is_not_a_permutation_is_rejected():
+    from helpers.exercises import swizzle_verdict
+    assert "correct" in swizzle_verdict("e", lambda row, chunk: chunk ^ (row & 7))
+    assert "not yet: row 0" in swizzle_verdict("e", lambda row, chunk: row & 7)  # conflict-free, but loses data
+    assert "wavefronts" in swizzle_verdict("e", lambda row, chunk: chunk)
+
+
+def test_the_expected_answers_match_the_worked_solutions():
+    from helpers.exercises import _expected
+    assert _expected("09", {}) == {1: 160, 2: 168}
+    assert _expected("07", {}) == {1: 32768, 2: 0}
+    assert _expected("05", {})[2] == 1  # 168 registers x 256 threads: one block per SM
