@@ -173,3 +173,22 @@ def test_the_cli_replays_the_final_rung_at_every_size_the_speed_target_names():
     rows = json.loads(out.stdout)
     assert len(rows) == 11 and all(r["method"] == "gpu-time" and r["rung"] == FINAL for r in rows)
     assert all(len(r["tflops_iqr"]) == 2 and r["tflops_iqr"][0] <= r["tflops"] <= r["tflops_iqr"][1] for r in rows)
+
+
+def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    sizes = (4096, 8192)
+    ch06 = _markdown("06_wgmma.ipynb")
+    assert "Both wgmma rungs are faster than rung 05 at both sizes" in ch06
+    assert all(t(w, n) > t("05_cp_async", n) for w in ("06_wgmma_m64n64", "06_wgmma_wide") for n in sizes)
+    assert "The wide rung is faster than the narrow one at both sizes" in ch06
+    assert all(t("06_wgmma_wide", n) > t("06_wgmma_m64n64", n) for n in sizes)
+    assert "well below its two-thirds shared-memory bound" in ch06
+    assert all(t("06_wgmma_m64n64", n) < 0.6 * data["ceilings"]["hgmma_peak"]["value"] for n in sizes)
+    ch07 = _markdown("07_tma.ipynb")
+    assert "ahead at both sizes\nby about an eighth to a quarter" in ch07
+    assert all(1.125 <= t("07_tma", n) / t("06_wgmma_wide", n) <= 1.25 for n in sizes)
+    ch08 = _markdown("08_warp_specialization.ipynb")
+    assert "rung 08 is slower than rung 07 at both sizes, and much slower at N =\n8192" in ch08
+    assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
+    assert t("08_warp_specialized", 8192) < 0.8 * t("07_tma", 8192)
