@@ -2,17 +2,23 @@
 own constants (`build(rung).consts`), so a change to a kernel redraws its picture instead of falsifying it. Each
 `fig_*` takes an optional Axes and returns the Axes it drew on.
 
+    chapter 04 (swizzle)              fig_ktile_wavefronts, fig_phase_on_banks, fig_swizzle_permutation, fig_padding_bytes
+    chapter 05 (cp.async)             fig_cp_async_ring_timeline, fig_cp_async_littles_law, fig_cp_async_register_file
     chapter 06 (wgmma)                fig_smem_budget, fig_swizzle_atom, fig_accumulator, fig_wgmma_timeline
     chapter 07 (TMA)                  fig_load_instructions, fig_tma_box, fig_mbarrier_phase, fig_ring_parity
     chapter 08 (warp specialization)  fig_stage_clocks, fig_ring, fig_parities, fig_ring_bytes
+    chapter 09 (setmaxnreg)           fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
 from .build import build
-from .explore import (mbarrier_countdown, offset, ring_parities, wgmma_accumulator, wgmma_desc_decode,
-                      wgmma_desc_encode)
+from .explore import (REGISTER_FILE, blocks_per_sm, conflict_degree, launch_registers, ldmatrix_addresses,
+                      mbarrier_countdown, offset, pipeline_schedule, register_budget, ring_parities, wavefronts,
+                      wgmma_accumulator, wgmma_desc_decode, wgmma_desc_encode)
 
 # Hardware numbers the napkins use (H100 SXM, from the datasheet and the bank structure, not measured here).
 TENSOR_FLOP_PER_CLK = 4096     # dense BF16 per SM per clock: 989.4 TFLOP/s / (132 SMs x 1,830 MHz)
@@ -25,6 +31,520 @@ KIB = 1024
 def _axes(ax, size):
     import matplotlib.pyplot as plt
     return ax if ax is not None else plt.subplots(figsize=size)[1]
+
+
+def _clean(ax, sides=("top", "right")):
+    for side in sides:
+        ax.spines[side].set_visible(False)
+
+
+# ---- chapter 04: swizzle ------------------------------------------------------------------------------------
+
+BANKS = 32            # shared-memory banks
+BANK_BYTES = 4        # bytes one bank serves per wavefront
+WAVEFRONT = BANKS * BANK_BYTES   # 128 bytes per wavefront
+SLOTS = WAVEFRONT // CHUNK       # 8 slots of 4 banks
+BF16 = 2
+PAD = 8               # the padded layout's spare bf16 per row (explore.offset): 16 bytes
+
+
+def _tiles(rung: str = "04_swizzle") -> dict:
+    """The two shared tiles of a mma.sync rung: A [BM, BK] and B [BK, BN], bf16, row-major."""
+    c = build(rung).consts
+    return {"A": (c["BM"], c["BK"]), "B": (c["BK"], c["BN"])}
+
+
+# ---- 1. one ldmatrix phase on the 32 banks ---------------------------------------------------------------------
+
+def fig_phase_on_banks(ax=None, phase: int = 0):
+    """The 32 banks drawn as one row of 4-byte cells, grouped in 8 slots of 16 bytes. Each of the 8 row addresses of
+    one ldmatrix phase is a 16-byte block stacked above the slot it falls in: the height of the tallest stack is the
+    number of wavefronts the phase needs. B and A tiles of rung 04, row-major (rung 03) and swizzled (rung 04)."""
+    from matplotlib.patches import Rectangle
+    import matplotlib.pyplot as plt
+
+    tiles = _tiles()
+    # drawn bottom-up, so they read top-down: B row-major, B swizzled, A row-major, A swizzled
+    cases = [("A", "swizzled"), ("A", "row-major"), ("B", "swizzled"), ("B", "row-major")]
+    colours = plt.get_cmap("tab10").colors
+    ax = _axes(ax, (11.0, 9.6))
+    y = 0.0
+    gap = 2.6
+    for operand, layout in cases:
+        rows, cols = tiles[operand]
+        addrs = ldmatrix_addresses(operand, layout, tiles[operand])[8 * phase: 8 * phase + 8]
+        fronts = wavefronts(addrs)
+        # the bank row
+        for b in range(BANKS):
+            ax.add_patch(Rectangle((b, y), 1, 0.8, facecolor="0.93", edgecolor="0.6", lw=0.6))
+        for s in range(SLOTS + 1):
+            ax.plot([s * 4, s * 4], [y - 0.15, y + 0.95], color="black", lw=1.4)
+        for s in range(SLOTS):
+            ax.text(s * 4 + 2, y + 0.4, f"slot {s}", ha="center", va="center", fontsize=8, color="0.35")
+        # the 8 requests, stacked over their slot
+        height = {}
+        for i, a in enumerate(addrs):
+            bank = a // BANK_BYTES % BANKS
+            level = height.get(bank, 0)
+            height[bank] = level + 1
+            r = phase % 2 * 8 + i     # the row this lane names (lanes 8p..8p+7 -> rows; see ldmatrix_addresses)
+            yy = y + 1.0 + level * 0.78
+            ax.add_patch(Rectangle((bank + 0.06, yy), 3.88, 0.7, facecolor=colours[i], alpha=0.8,
+                                   edgecolor="white"))
+            lum = 0.299 * colours[i][0] + 0.587 * colours[i][1] + 0.114 * colours[i][2]
+            ax.text(bank + 2, yy + 0.35, f"row {r}: byte {a}", ha="center", va="center", fontsize=7.5,
+                    color="black" if lum > 0.5 else "white")
+        top = y + 1.0 + max(height.values()) * 0.78
+        row_bytes = cols * BF16
+        what = {"row-major": f"row-major, rows {row_bytes} B apart", "swizzled": "XOR-swizzled (rung 04)"}[layout]
+        ax.text(-0.5, top + 0.35, f"{operand} tile {rows} x {cols} bf16, {what}:  {fronts} wavefront"
+                f"{'s' if fronts > 1 else ''}, {fronts} clock{'s' if fronts > 1 else ''} of the banks for "
+                f"{8 * CHUNK} bytes",
+                fontsize=9.5, ha="left", va="center", fontweight="bold")
+        y = top + gap
+    ax.set_xlim(-0.6, BANKS + 0.6)
+    ax.set_ylim(-1.4, y - gap + 1.2)
+    ax.set_xticks(np.arange(0, BANKS, 4) + 0.5, [f"bank {b}" for b in range(0, BANKS, 4)], fontsize=8)
+    ax.set_yticks([])
+    ax.set_xlabel(f"the {BANKS} banks of shared memory, {BANK_BYTES} bytes each: one wavefront serves one 4-byte word "
+                  f"per bank ({WAVEFRONT} B)", fontsize=9)
+    _clean(ax, ("top", "right", "left"))
+    ax.set_title(f"One ldmatrix phase (phase {phase}: 8 lanes, 8 row addresses of 16 bytes) landing on the banks\n"
+                 "blocks stacked over one slot must go in different wavefronts", fontsize=10.5)
+    return ax
+
+
+# ---- 2. the XOR swizzle as a permutation table -----------------------------------------------------------------
+
+def _swizzle_table(operand: str, tile) -> np.ndarray:
+    """[8 rows, chunks] physical 16-byte chunk index (inside the row) of each logical chunk, rows 0..7."""
+    rows, cols = tile
+    chunks = cols // 8
+    t = np.zeros((8, chunks), int)
+    for r in range(8):
+        for c in range(chunks):
+            t[r, c] = (offset("swizzled", r, c * 8, cols) - r * cols * BF16) // CHUNK
+    return t
+
+
+def fig_swizzle_permutation(ax=None):
+    """kernels/common/swizzle.cuh as two lookup tables, rows 0-7 of each tile (the pattern repeats every 8 rows).
+    Cell (row, logical chunk) holds the physical chunk the swizzle stores it in; its colour is the 16-byte slot of
+    the 128-byte line that chunk occupies. Every row is a permutation of its own chunks (nothing lost, no byte
+    added); every column shows 8 different slots (one ldmatrix phase reads a column: conflict-free)."""
+    from matplotlib.patches import Rectangle
+    import matplotlib.pyplot as plt
+
+    tiles = _tiles()
+    from matplotlib.patches import Patch
+
+    colours = plt.get_cmap("Set2").colors                  # 8 colours, one per slot
+    ax = _axes(ax, (12.4, 6.6))
+    x0 = 0.0
+    for operand in ("A", "B"):
+        rows, cols = tiles[operand]
+        t = _swizzle_table(operand, tiles[operand])
+        chunks = t.shape[1]
+        row_bytes = cols * BF16
+        per_line = max(1, WAVEFRONT // row_bytes)          # rows sharing one 128-byte line
+        for r in range(8):
+            assert sorted(t[r]) == list(range(chunks)), "each row must be a permutation of its chunks"
+            for c in range(chunks):
+                slot = ((r % per_line) * row_bytes // CHUNK + t[r, c]) % SLOTS
+                ax.add_patch(Rectangle((x0 + c, r), 1, 1, facecolor=colours[slot], edgecolor="white", lw=1.5))
+                ax.text(x0 + c + 0.5, r + 0.5, f"{t[r, c]}", ha="center", va="center", fontsize=9)
+            ax.text(x0 + chunks + 0.15, r + 0.5, "\u2713 perm.", va="center", fontsize=8, color="tab:green")
+        for c in range(chunks):
+            slots = {((r % per_line) * row_bytes // CHUNK + t[r, c]) % SLOTS for r in range(8)}
+            assert len(slots) == SLOTS, "a phase (one column, 8 rows) must cover all 8 slots"
+            ax.text(x0 + c + 0.5, 8.35, "\u2713", ha="center", va="center", fontsize=9, color="tab:green")
+        if per_line > 1:                                    # A: two 64-byte rows share a 128-byte line
+            for r in range(0, 8, per_line):
+                ax.plot([x0 - 0.05, x0 + chunks + 0.05], [r, r], color="black", lw=1.6)
+            ax.plot([x0 - 0.05, x0 + chunks + 0.05], [8, 8], color="black", lw=1.6)
+        else:                                               # B: a 256-byte row is two 128-byte lines
+            ax.plot([x0 + 8, x0 + 8], [0, 8], color="black", lw=1.6)
+        ax.set_xticks([])
+        mask = "(row / 2) & 3" if per_line == 2 else "row & 7"
+        ax.text(x0 + chunks / 2, -1.55, f"{operand} tile {rows} x {cols} bf16: rows of {row_bytes} B, "
+                f"{chunks} chunks\nphysical chunk = logical chunk XOR ({mask})", ha="center", va="center",
+                fontsize=9.5, fontweight="bold")
+        for c in range(chunks):
+            ax.text(x0 + c + 0.5, -0.3, f"{c}", ha="center", va="center", fontsize=8.5)
+        ax.text(x0 - 0.2, -0.3, "logical:", ha="right", va="center", fontsize=8.5)
+        x0 += chunks + 3.2
+    ax.set_xlim(-2.2, x0 - 2.0)
+    ax.set_ylim(9.0, -2.3)
+    ax.set_yticks(np.arange(8) + 0.5, [f"row {r}" for r in range(8)], fontsize=8.5)
+    ax.tick_params(length=0)
+    _clean(ax, ("top", "right", "bottom", "left"))
+    ax.set_xlabel("cell = the physical chunk a logical chunk is stored in; colour = its 16-byte slot of the 128-byte "
+                  "line; thick lines = 128-byte lines\nevery row: a permutation of its own chunks (no byte lost, none "
+                  "added);  every column: 8 colours = 8 slots = one wavefront per phase", fontsize=9)
+    ax.legend(handles=[Patch(facecolor=colours[s], label=f"slot {s}: bytes {s * CHUNK}-{s * CHUNK + CHUNK - 1}")
+                       for s in range(SLOTS)], ncol=4, fontsize=8, frameon=False, loc="upper center",
+              bbox_to_anchor=(0.5, -0.13), title="16-byte slot of the 128-byte line (= 4 banks)", title_fontsize=8.5)
+    ax.set_title("The XOR swizzle of rung 04 as a lookup table (rows 0-7; the pattern repeats every 8 rows)",
+                 fontsize=10.5)
+    return ax
+
+
+# ---- 3. padding versus XOR: bytes --------------------------------------------------------------------------------
+
+def fig_padding_bytes(ax=None):
+    """Shared memory one block needs for its tiles with the swizzle (as dense as row-major) and with the padded
+    layout (16 spare bytes at the end of every row), for rung 04's two tiles and for rung 05's ring of stages."""
+    ax = _axes(ax, (10.6, 3.9))
+    t4 = _tiles("04_swizzle")
+    c5 = build("05_cp_async").consts
+    t5 = _tiles("05_cp_async")
+
+    def dense(tile):
+        return tile[0] * tile[1] * BF16
+
+    def padded(tile):
+        return tile[0] * (tile[1] + PAD) * BF16
+
+    s5 = c5["STAGES"]
+    assert s5 * (dense(t5["A"]) + dense(t5["B"])) == c5["SMEM_BYTES"], "rung 05's ring is STAGES x (A + B)"
+    bars = [
+        (f"rung 04: A tile {t4['A'][0]} x {t4['A'][1]}\n(rows of {t4['A'][1] * BF16} B)", dense(t4["A"]),
+         padded(t4["A"])),
+        (f"rung 04: B tile {t4['B'][0]} x {t4['B'][1]}\n(rows of {t4['B'][1] * BF16} B)", dense(t4["B"]),
+         padded(t4["B"])),
+        ("rung 04: one block\n(A + B)", dense(t4["A"]) + dense(t4["B"]), padded(t4["A"]) + padded(t4["B"])),
+        (f"rung 05: ring of {s5} stages\n(A + B per stage)", s5 * (dense(t5["A"]) + dense(t5["B"])),
+         s5 * (padded(t5["A"]) + padded(t5["B"]))),
+    ]
+    for i, (label, d, p) in enumerate(bars):
+        y = len(bars) - 1 - i
+        ax.barh(y, d, height=0.55, color="tab:blue")
+        ax.barh(y, p - d, left=d, height=0.55, color="tab:red", alpha=0.75, hatch="//", edgecolor="white")
+        ax.text(d / 2, y, f"{d:,} B", ha="center", va="center", color="white", fontsize=9)
+        ax.text(p + 800, y, f"padded: {p:,} B  (+{p - d:,} B, +{(p - d) / d:.1%})", va="center", fontsize=9)
+    ax.set_yticks(range(len(bars))[::-1], [b[0] for b in bars], fontsize=9)
+    ax.set_xlim(0, max(b[2] for b in bars) * 1.42)
+    ax.set_xlabel("bytes of shared memory (blue: row-major or swizzled, the same; red: what 16 B of padding per "
+                  "row adds)", fontsize=9)
+    _clean(ax)
+    ax.set_title("Padding versus XOR: the swizzle costs no byte; padding costs 16 B per row, most on narrow rows",
+                 fontsize=10.5)
+    return ax
+
+
+# ---- 4. the napkin: shared-memory cycles per k tile ---------------------------------------------------------------
+
+def ktile_wavefronts(rung: str, layout: str) -> dict:
+    """Shared-memory wavefronts one block spends per k tile of a mma.sync rung: the ldmatrix reads of A and B
+    (phases x wavefronts per phase, from the explorer) and the 16-byte stores that fill the tiles (dense, so one
+    wavefront per 128 bytes), plus the k tile's FLOP."""
+    c = build(rung).consts
+    tiles = _tiles(rung)
+    warps = c["THREADS"] // 32
+    steps = c["BK"] // 16                                  # k16 steps per k tile
+    ld_a = warps * steps * (c["WM"] // 16)                 # ldmatrix.x4 for A, whole block
+    ld_b = warps * steps * (c["WN"] // 16)                 # ldmatrix.x4.trans for B (two n8 tiles each)
+    fa = ld_a * 4 * conflict_degree("A", layout, tiles["A"])
+    fb = ld_b * 4 * conflict_degree("B", layout, tiles["B"])
+    stores = (tiles["A"][0] * tiles["A"][1] + tiles["B"][0] * tiles["B"][1]) * BF16 // WAVEFRONT
+    flop = 2 * c["BM"] * c["BN"] * c["BK"]
+    return {"ldmatrix_a": ld_a, "ldmatrix_b": ld_b, "fronts_a": int(fa), "fronts_b": int(fb), "stores": stores,
+            "flop": flop, "total": int(fa + fb) + stores}
+
+
+def fig_ktile_wavefronts(ax=None):
+    """Napkin from constants: cycles of the shared-memory pipe (one wavefront per clock per SM) that one block needs
+    per k tile, rung 03 (row-major) against rung 04 (swizzled), next to the tensor cores' time for the same k tile at
+    the datasheet's dense BF16 rate (a floor: mma.sync's own ceiling is lower). One block per SM in both rungs."""
+    ax = _axes(ax, (10.8, 3.8))
+    r3, r4 = ktile_wavefronts("03_mma_sync", "row-major"), ktile_wavefronts("04_swizzle", "swizzled")
+    math = r4["flop"] / TENSOR_FLOP_PER_CLK
+    rows = [("03_mma_sync\nrow-major", r3), ("04_swizzle\nswizzled", r4)]
+    for i, (label, r) in enumerate(rows):
+        y = 2 - i
+        left = 0
+        for key, colour, name in (("fronts_a", "tab:blue", "ldmatrix A"), ("fronts_b", "tab:cyan", "ldmatrix B"),
+                                  ("stores", "tab:gray", "stores")):
+            ax.barh(y, r[key], left=left, height=0.55, color=colour)
+            if r[key] >= 500:
+                ax.text(left + r[key] / 2, y, f"{name}\n{r[key]:,}", ha="center", va="center", fontsize=8.5,
+                        color="white" if colour != "tab:cyan" else "black")
+            left += r[key]
+        ax.text(left + 25, y, f"{r['total']:,} clk" + ("" if i else f"   ({r['ldmatrix_a']} + {r['ldmatrix_b']} "
+                f"ldmatrix.x4 = {4 * (r['ldmatrix_a'] + r['ldmatrix_b'])} phases)"), va="center", fontsize=9)
+    ax.text(r4["total"] + 25, 0.62, f"ldmatrix A {r4['fronts_a']}, B {r4['fronts_b']}, stores {r4['stores']}",
+            va="center", fontsize=8.5, color="0.3")
+    ax.barh(0, math, height=0.55, color="tab:pink")
+    ax.text(math + 25, 0, f"{math:.0f} clk: {r4['flop']:,} FLOP at {TENSOR_FLOP_PER_CLK:,} FLOP/clk "
+            "(datasheet BF16 rate; mma.sync's ceiling is lower, so its time is longer)", va="center", fontsize=9)
+    saved = r3["total"] - r4["total"]
+    ax.annotate("", xy=(r4["total"], 1.38), xytext=(r3["total"], 1.38),
+                arrowprops=dict(arrowstyle="<->", color="black", lw=1))
+    ax.text((r3["total"] + r4["total"]) / 2, 1.43, f"the swizzle saves {saved:,} clk per k tile", ha="center",
+            va="bottom", fontsize=9.5)
+    from matplotlib.patches import Patch
+    ax.legend(handles=[Patch(color="tab:blue", label="ldmatrix.x4 of A"), Patch(color="tab:cyan",
+              label="ldmatrix.x4.trans of B"), Patch(color="tab:gray", label="16-byte stores filling the tiles"),
+              Patch(color="tab:pink", label="tensor-core math")], loc="lower right", bbox_to_anchor=(1.0, 0.24),
+              fontsize=8.5, frameon=False)
+    ax.set_yticks([2, 1, 0], [rows[0][0], rows[1][0], "tensor cores\n(floor)"], fontsize=9)
+    ax.set_ylim(-0.5, 2.75)
+    ax.set_xlim(0, r3["total"] * 1.5)
+    ax.set_xlabel(f"SM clocks per k tile of one block (napkin: 1 wavefront of {WAVEFRONT} B per clock; counts from the "
+                  "kernels' constants and the explorer; nothing measured)", fontsize=9)
+    _clean(ax)
+    ax.set_title("Napkin: shared-memory work per k tile, before and after the swizzle", fontsize=10.5)
+    return ax
+
+
+# ---- chapter 05: cp.async -----------------------------------------------------------------------------------
+
+# Hardware numbers the chapter 05 napkins use (H100 SXM datasheet and the SM's structure, not measured here).
+CH05_PEAK_FLOP_PER_CLK = 4096     # dense BF16 per SM per clock: 989.4 TFLOP/s / (132 SMs x 1,830 MHz)
+CH05_SMS, CH05_BOOST_HZ = 132, 1.83e9
+CH05_SMEM_PER_SM = 228 * 1024     # shared memory per SM; each resident block also costs 1 KiB the system reserves
+CH05_SMEM_RESERVED = 1024
+CH05_SCHEDULERS = 4               # warp schedulers (SM sub-partitions) per SM
+CH05_MAX_WARPS = 64               # resident warps per SM
+CH05_KIB = 1024
+
+FILL, LANDED, READ, STALL = "tab:blue", "#9ecae1", "tab:orange", "tab:red"
+
+
+def _ring_rung(rung_id: str) -> tuple[dict, int]:
+    """(constants, registers per thread) of one rung, as this machine's NVRTC builds it."""
+    b = build(rung_id)
+    return b.consts, next(iter(b.resources.values())).registers
+
+
+def _ring_tile(c: dict) -> dict:
+    """One k tile of one block: FLOP, and bytes the cp.async copies bring (A [BM, BK] and B [BK, BN], bf16)."""
+    flop = 2 * c["BM"] * c["BN"] * c["BK"]
+    landed = (c["BM"] + c["BN"]) * c["BK"] * 2
+    return {"flop": flop, "bytes": landed, "intensity": flop / landed}
+
+
+def _ring_blocks(c: dict, registers: int, stages: int | None = None) -> int:
+    stages = c["STAGES"] if stages is None else stages
+    smem = stages * c["STAGE_ELEMS"] * 2 + CH05_SMEM_RESERVED
+    return blocks_per_sm(registers, c["THREADS"], smem, CH05_SMEM_PER_SM)["blocks"]
+
+
+# ---- figure 1: the ring over time, slot by slot, and the group counter of one thread ------------------------------
+
+def _ring_events(stages: int, tiles: int, copy_time: float, barrier: float = 0.15):
+    """From pipeline_schedule: per tile its copy (issue, land) and its math (start, done), and one thread's count of
+    pending groups as a step function. A group is issued just after the barrier that follows the wait (drawn
+    `barrier` units late, so the moment the count reaches N stays visible); the empty groups committed past the end
+    of K complete at once and never show."""
+    bars = pipeline_schedule(stages, tiles, copy_time)
+    copy = {t: (s, e) for kind, t, s, e in bars if kind == "copy"}
+    math = {t: (s, e) for kind, t, s, e in bars if kind == "math"}
+    changes = [(s + (barrier if s > 0 else 0.0), +1) for s, _ in copy.values()] + [(e, -1) for _, e in copy.values()]
+    times = sorted({0.0, *[t for t, _ in changes]})
+    pending = [sum(d for t, d in changes if t <= x) for x in times]
+    return copy, math, times, pending
+
+
+def fig_cp_async_ring_timeline(ax=None, tiles: int = 8, copy_time: float = 3.0):
+    """The ring of 05_double_buffer and of 05_cp_async over time, from pipeline_schedule: what each slot holds
+    (copy in flight, landed and waiting, read by ldmatrix + mma.sync), when the warps stall in cp.async.wait_group,
+    and how many of one thread's groups are pending against the wait's immediate N = STAGES - 2."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    rungs = [("05_double_buffer", _ring_rung("05_double_buffer")[0]), ("05_cp_async", _ring_rung("05_cp_async")[0])]
+    spans = [max(e for _, e in _ring_events(c["STAGES"], tiles, copy_time)[1].values()) for _, c in rungs]
+    xmax = max(spans) + 0.6
+    rows = sum(c["STAGES"] + 2 for _, c in rungs) + 1.6 * len(rungs)
+    ax = _axes(ax, (12.0, 0.42 * rows + 1.6))
+    h = 0.62
+    y, ticks, labels = 0.0, [], []
+    for (name, c), span in zip(rungs, spans):
+        S = c["STAGES"]
+        n = S - 2
+        copy, math, times, pending = _ring_events(S, tiles, copy_time)
+        # header
+        ax.text(0, y - 1.3, f"{name}: STAGES = {S}, {tiles} k tiles in {span:g} units of one tile's math",
+                fontsize=10, weight="bold", va="center")
+        ax.text(0, y - 0.7, f"cp.async.wait_group {n} lets a thread pass once at most {n} of its groups are "
+                f"pending (red triangles)", fontsize=8.5, color=STALL, va="center")
+        # the group counter of one thread, one row of height `step` per possible count 0..S-1
+        step = 0.42
+        base = y + 0.2
+
+        def level(p, base=base, top=S - 1):                                 # pending count -> y
+            return base + step * (top - p)
+
+        ys = [level(p) for p in pending]
+        ax.step(times + [xmax], ys + [ys[-1]], where="post", color="black", lw=1.4)
+        ax.axhline(level(n), color=STALL, ls=":", lw=1.1)
+        for p in range(S):
+            ax.text(xmax + 0.1, level(p), str(p), ha="left", va="center", fontsize=7,
+                    color=STALL if p == n else "dimgray", clip_on=False)
+        for t in range(tiles):
+            ax.plot([math[t][0]], [level(n)], "v", color=STALL, ms=5)
+        ticks.append(level((S - 1) / 2))
+        labels.append("groups pending\n(one thread)")
+        # the warps: computing, or stalled in wait_group
+        yw = base + step * (S - 1) + 0.95
+        prev = 0.0
+        for t in range(tiles):
+            s, e = math[t]
+            if s - prev > 1e-9:
+                ax.barh(yw, s - prev, left=prev, height=h, color=STALL, alpha=0.35, hatch="//", edgecolor=STALL)
+            ax.barh(yw, e - s, left=s, height=h, color=READ, edgecolor="white")
+            ax.text((s + e) / 2, yw, str(t), ha="center", va="center", fontsize=7.5, color="white")
+            ax.plot([s, s], [level(n), yw + h / 2], color="0.55", lw=0.6, ls="--")
+            prev = e
+        ticks.append(yw)
+        labels.append("warps: mma.sync\non tile t")
+        # the slots
+        for slot in range(S):
+            ys_ = yw + 1.0 + slot
+            for t in range(slot, tiles, S):
+                i0, i1 = copy[t]
+                m0, m1 = math[t]
+                ax.barh(ys_, i1 - i0, left=i0, height=h, color=FILL, edgecolor="white")
+                ax.text((i0 + i1) / 2, ys_, f"copy {t}", ha="center", va="center", fontsize=7, color="white")
+                if m0 - i1 > 1e-9:
+                    ax.barh(ys_, m0 - i1, left=i1, height=h, color=LANDED, edgecolor="white")
+                ax.barh(ys_, m1 - m0, left=m0, height=h, color=READ, edgecolor="white")
+            ticks.append(ys_)
+            labels.append(f"slot {slot}")
+        y = yw + S + 2.7
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.set_xlim(0, xmax)
+    ax.set_ylim(y - 1.4, -1.7)
+    ax.set_xlabel(f"time, in units of one tile's math (a model: each copy takes {copy_time:g} units to land; "
+                  "dashed: wait_group returns and the barrier lets the warps start tile t)", fontsize=9)
+    ax.legend(handles=[Patch(color=FILL, label="cp.async in flight"), Patch(color=LANDED, label="landed, not yet read"),
+                       Patch(color=READ, label="read by ldmatrix + mma.sync"),
+                       Patch(facecolor=STALL, alpha=0.35, hatch="//", edgecolor=STALL,
+                             label="warps stalled in wait_group"),
+                       Line2D([], [], color="black", label="groups pending (step)")],
+              fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.09), frameon=False)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
+# ---- figure 2: Little's law per SM --------------------------------------------------------------------------------
+
+def _deepest_ring(c: dict, registers: int) -> int:
+    """The deepest ring that still leaves as many blocks per SM as the double buffer does."""
+    deepest = 2
+    while _ring_blocks(c, registers, deepest + 1) == _ring_blocks(c, registers, 2):
+        deepest += 1
+    return deepest
+
+
+def fig_cp_async_littles_law(ax=None, max_latency: int = 4000):
+    """Napkin: to keep the tensor cores at the datasheet peak an SM consumes peak / intensity bytes per clock, so it
+    needs that rate x latency bytes in flight. A ring of STAGES slots keeps STAGES - 1 tiles in flight per block,
+    which covers (STAGES - 1) x one tile's time of latency. Rungs 05 (STAGES = 2 and 4) are marked."""
+    c, regs = _ring_rung("05_cp_async")
+    st = _ring_tile(c)
+    rate = CH05_PEAK_FLOP_PER_CLK / st["intensity"]                  # bytes per clock per SM at the peak
+    ax = _axes(ax, (11.0, 5.2))
+    xs = [0, max_latency]
+    ax.plot(xs, [rate * x / CH05_KIB for x in xs], color="black", lw=2)
+    stages_max = _deepest_ring(c, regs)
+    ymax = (stages_max + 0.6) * 2 * st["bytes"] / CH05_KIB
+    ax.axvspan(300, 1000, color="0.92", zorder=0)
+    ax.text(650, ymax * 0.97, "a few hundred to ~1,000 clk:\nL2 hit to HBM trip\n(order of magnitude,\n"
+            "not measured here)", ha="center", va="top", fontsize=7.5, color="dimgray")
+    for S in range(2, stages_max + 1):
+        blocks = _ring_blocks(c, regs, S)
+        tile_clk = blocks * st["flop"] / CH05_PEAK_FLOP_PER_CLK       # the blocks share the SM's tensor cores
+        flight = blocks * (S - 1) * st["bytes"] / CH05_KIB
+        cover = (S - 1) * tile_clk
+        rung = {2: "05_double_buffer", c["STAGES"]: "05_cp_async"}.get(S)
+        colour = {2: "tab:blue", c["STAGES"]: "tab:orange"}.get(S, "0.6")
+        ax.plot([0, cover], [flight, flight], color=colour, lw=2.4 if rung else 1.2, ls="-" if rung else "--")
+        ax.plot([cover], [flight], "o", color=colour, ms=7 if rung else 5)
+        label = f"STAGES = {S}: {blocks} x {S - 1} x {st['bytes'] // CH05_KIB} KiB = {flight:.0f} KiB"
+        label += f" -> covers {cover:,.0f} clk" + (f"  ({rung})" if rung else "")
+        ax.text(cover + 60, flight, label, va="center", fontsize=8.5 if rung else 7.5,
+                weight="bold" if rung else "normal", color="black" if rung else "dimgray")
+    ax.set(xlim=(0, max_latency), ylim=(0, ymax),
+           ylabel="KiB in flight per SM")
+    tile_clk = st["flop"] / CH05_PEAK_FLOP_PER_CLK
+    blocks = _ring_blocks(c, regs)
+    ax.set_title(f"Little's law per SM: block tile {c['BM']} x {c['BN']} x {c['BK']} = {st['intensity']:.0f} FLOP "
+                 f"per byte; one tile = {st['flop']:,} FLOP = {tile_clk:.0f} clk of the SM's tensor peak "
+                 f"({CH05_PEAK_FLOP_PER_CLK} FLOP/clk),\n{blocks} blocks share the SM: "
+                 f"{blocks * tile_clk:.0f} clk per tile per block", fontsize=10)
+    whole = rate * CH05_SMS * CH05_BOOST_HZ / 1e12
+    ax.set_xlabel(f"latency a copy must be hidden behind (SM clocks)\n"
+                  f"black line: KiB that must be in flight at the tensor peak, {rate:.0f} B/clk x latency; "
+                  f"on every SM at once that is {rate:.0f} B/clk x {CH05_SMS} SMs x {CH05_BOOST_HZ / 1e9:.2f} GHz "
+                  f"= {whole:.1f} TB/s from L2\nSTAGES = {stages_max + 1} would leave room for only "
+                  f"{_ring_blocks(c, regs, stages_max + 1)} block in {CH05_SMEM_PER_SM // CH05_KIB} KiB of shared memory",
+                  fontsize=8.5)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
+# ---- figure 3: the register file of one SM ------------------------------------------------------------------------
+
+def fig_cp_async_register_file(ax=None, exercise=(168, 256)):
+    """The SM's 65,536 registers as a bar, filled block by block and warp by warp (allocation rounded up to 8 per
+    thread, as blocks_per_sm does): rung 04, rung 05, the exercise's 168 x 256, and the 16 warps a 64 x 64 warp tile
+    would need. Hatched: the FP32 accumulators of each thread's warp tile."""
+    from matplotlib.patches import Patch
+
+    c4, r4 = _ring_rung("04_swizzle")
+    c5, r5 = _ring_rung("05_cp_async")
+    acc4, acc5 = c4["WM"] * c4["WN"] // 32, c5["WM"] * c5["WN"] // 32
+    quarter = REGISTER_FILE // (4 * c5["THREADS"])                     # per thread, for 4 blocks of rung 05
+    rows = [(f"04_swizzle\nwarp tile {c4['WM']} x {c4['WN']}", r4, c4["THREADS"], acc4, None),
+            (f"05_cp_async\nwarp tile {c5['WM']} x {c5['WN']}", r5, c5["THREADS"], acc5, None),
+            (f"exercise 2\n{exercise[0]} registers x {exercise[1]} threads", exercise[0], exercise[1], 0, None),
+            (f"what 4 warps per scheduler\nwould allow ({c5['THREADS']}-thread blocks)", quarter, c5["THREADS"],
+             acc5, 4)]
+    ax = _axes(ax, (12.0, 4.6))
+    colours = ["tab:blue", "tab:green", "tab:purple", "tab:olive"]
+    for y, (label, regs, threads, acc, force) in enumerate(rows):
+        fit = blocks_per_sm(regs, threads)
+        blocks = force if force else fit["blocks"]
+        alloc = fit["registers_per_thread_allocated"]
+        warps = threads // 32
+        left = 0
+        for b in range(blocks):
+            for _ in range(warps):
+                ax.barh(y, alloc * 32, left=left, height=0.6, color=colours[b % 4], alpha=0.55,
+                        edgecolor="white", lw=0.6)
+                if acc:
+                    ax.barh(y, min(acc, alloc) * 32, left=left, height=0.6, color="none", edgecolor="black",
+                            hatch="////", lw=0)
+                left += alloc * 32
+        if left < REGISTER_FILE:
+            ax.barh(y, REGISTER_FILE - left, left=left, height=0.6, color="0.88", edgecolor="white")
+        total = blocks * warps
+        text = (f"{alloc} x {threads} threads = {alloc * threads:,} registers per block\n-> {blocks} "
+                f"block{'s' if blocks > 1 else ''} of {warps} warps = {total} warps, {total / CH05_SCHEDULERS:g} per "
+                f"scheduler (limited by {fit['limited_by']})")
+        if force:
+            text = (f"{REGISTER_FILE:,} / ({blocks} x {threads}) = {regs} per thread,\nall of them taken by the {acc} "
+                    f"accumulators of a {c5['WM']} x {c5['WN']} warp tile")
+        ax.text(REGISTER_FILE + 800, y, text, va="center", fontsize=8)
+    ax.axvline(REGISTER_FILE, color="black", lw=1.2)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8.5)
+    ax.set_xticks(range(0, REGISTER_FILE + 1, 8192), [f"{v:,}" for v in range(0, REGISTER_FILE + 1, 8192)],
+                  fontsize=8)
+    ax.set(xlim=(0, REGISTER_FILE * 1.75), ylim=(len(rows) - 0.5, -0.6))
+    ax.set_xlabel(f"32-bit registers of one SM ({REGISTER_FILE:,}); one segment = one warp's allocation "
+                  f"(rounded up to 8 per thread); {CH05_MAX_WARPS} warps at most, {CH05_SCHEDULERS} schedulers",
+                  fontsize=9)
+    ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch="////", label="FP32 accumulators"),
+                       Patch(color="0.88", label="unused: too few for another block")],
+              fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, frameon=False)
+    ax.spines["bottom"].set_bounds(0, REGISTER_FILE)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
 
 
 # ---- chapter 06: wgmma ----------------------------------------------------------------------------------------
@@ -281,11 +801,6 @@ def fig_wgmma_timeline(ax=None):
 # ---- chapter 07: TMA ------------------------------------------------------------------------------------------
 
 BF16 = 2         # bytes per element
-
-
-def _clean(ax, sides=("top", "right")):
-    for side in sides:
-        ax.spines[side].set_visible(False)
 
 
 def fig_tma_box(ax=None, m: int = 384, k: int = 512, block_row: int = 1, kt: int = 2):
@@ -718,4 +1233,314 @@ def fig_stage_clocks(ax=None):
                   f"{SMEM_BYTES_PER_CLK} B/clk shared memory)")
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
+    return ax
+
+
+# ---- chapter 09: setmaxnreg ---------------------------------------------------------------------------------
+
+WARPGROUP = 128
+MAX_REGS = 255                 # registers one thread can address (R0-R254; R255 is RZ)
+
+# One colour per warpgroup role, shared by every figure of the chapter (chapter 08 used the same two).
+CONSUMER_2, C_COLOUR = "tab:orange", "tab:pink"  # with chapter 08's PRODUCER, CONSUMER, A_COLOUR, B_COLOUR
+
+
+# ---- the tile: FLOP per byte loaded ----------------------------------------------------------------------------
+
+def _pair_tile(c: dict) -> dict:
+    """One k tile of one block: FLOP, bytes the TMA brings, and accumulator registers per consumer thread."""
+    flop = 2 * c["BM"] * c["BN"] * c["BK"]
+    loaded = (c["BM"] + c["BN"]) * c["BK"] * 2
+    acc = c["N_MMAS"] * c["WGMMA_N"] // 2          # m64nNk16 fp32: 64 x N values over 128 threads
+    return {"flop": flop, "loaded": loaded, "intensity": flop / loaded, "acc": acc,
+            "math_clk": flop / TENSOR_FLOP_PER_CLK, "bytes_per_clk": loaded / (flop / TENSOR_FLOP_PER_CLK)}
+
+
+def fig_tile_intensity(ax=None):
+    """Rung 08's 128 x 128 block tile and rung 09's 128 x 256, drawn to one scale with the A and B slabs one k tile
+    loads (BK wide): the FLOP that k tile does, the bytes it brings, their ratio BM x BN / (BM + BN), the bytes per
+    clock an SM would need to run the tensor cores at peak, and the accumulators each consumer thread holds."""
+    from matplotlib.patches import Rectangle
+
+    rows = [("08_warp_specialized", build("08_warp_specialized").consts),
+            ("09_setmaxnreg", build("09_setmaxnreg").consts)]
+    ax = _axes(ax, (11.0, 5.4))
+    x = 0.0
+    gap = 120
+    for name, c in rows:
+        bm, bn, bk = c["BM"], c["BN"], c["BK"]
+        t = _pair_tile(c)
+        # B slab on top (BK rows of BN), A slab on the left (BM rows of BK), C block tile below-right.
+        ax.add_patch(Rectangle((x + bk, 0), bn, bk, fc=B_COLOUR, ec="black", lw=1, alpha=0.75))
+        ax.add_patch(Rectangle((x, bk), bk, bm, fc=A_COLOUR, ec="black", lw=1, alpha=0.75))
+        ax.add_patch(Rectangle((x + bk, bk), bn, bm, fc=C_COLOUR, ec="black", lw=1, alpha=0.35))
+        for half in range(1, bm // 64):            # each consumer warpgroup owns 64 rows of C
+            ax.plot([x + bk, x + bk + bn], [bk + 64 * half] * 2, color="black", lw=0.8, ls="--")
+        for wg in range(bm // 64):
+            ax.text(x + bk + bn / 2, bk + 64 * wg + 32, f"consumer {wg}: 64 x {bn} of C\n{t['acc']} fp32 "
+                    f"accumulators\nper thread", ha="center", va="center", fontsize=8)
+        ax.text(x + bk + bn / 2, bk / 2, f"B: {bn} x {bk} bf16 = {bn * bk * 2 // KIB} KiB", ha="center",
+                va="center", fontsize=8)
+        ax.text(x + bk / 2, bk + bm / 2, f"A: {bm} x {bk}\n= {bm * bk * 2 // KIB} KiB", ha="center", va="center",
+                fontsize=7.5, rotation=90)
+        ax.text(x + (bk + bn) / 2, -14, f"{name}: block tile {bm} x {bn}", ha="center", va="bottom", fontsize=10,
+                weight="bold")
+        ax.text(x, bk + bm + 14,
+                f"per k tile: 2 x {bm} x {bn} x {bk} = {t['flop'] / 1e6:.1f} MFLOP\n"
+                f"loaded: ({bm} + {bn}) x {bk} x 2 B = {t['loaded'] // KIB} KiB\n"
+                f"{t['flop'] / 1e6:.1f} MFLOP / {t['loaded'] // KIB} KiB = {t['intensity']:.1f} FLOP per byte\n"
+                f"tensor peak needs {t['bytes_per_clk']:.0f} B per clock per SM\n"
+                f"({t['math_clk']:,.0f} clk of math per {t['loaded'] // KIB} KiB)",
+                ha="left", va="top", fontsize=8.5, linespacing=1.35)
+        x += bk + bn + gap
+    ax.set_xlim(-10, x - gap + 10)
+    ax.set_ylim(rows[0][1]["BK"] + rows[0][1]["BM"] + 100, -40)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    t8, t9 = (_pair_tile(c) for _, c in rows)
+    ax.set_title(f"Same A slab, twice the B: {t9['intensity'] / t8['intensity']:.2f}x the FLOP per byte loaded, "
+                 f"for {t9['acc'] - t8['acc']} more accumulators per consumer thread", fontsize=10)
+    return ax
+
+
+# ---- the register pool -----------------------------------------------------------------------------------------
+
+def _split_columns(c: dict) -> list[tuple[str, list[int], dict]]:
+    """(label, registers per warpgroup, register_budget) for the launch split, the kernel's split, and the split
+    that would fit the SM's file but not the CTA's pool."""
+    cons = c["CONSUMERS"]
+    start = launch_registers(c["THREADS"])
+    over = (REGISTER_FILE - WARPGROUP * cons * c["CONSUMER_REGS"]) // WARPGROUP  # producer value that fills the SM
+    cols = [(f"at launch\n{start} per thread, every warpgroup", [start] * (1 + cons), None),
+            (f"after setmaxnreg\n{c['PRODUCER_REGS']} / {c['CONSUMER_REGS']} / {c['CONSUMER_REGS']}",
+             [c["PRODUCER_REGS"]] + [c["CONSUMER_REGS"]] * cons, None),
+            (f"a split past the pool\n{over} / {c['CONSUMER_REGS']} / {c['CONSUMER_REGS']}",
+             [over] + [c["CONSUMER_REGS"]] * cons, None)]
+    return [(label, regs, register_budget(regs[0], regs[1], cons)) for label, regs, _ in cols]
+
+
+def fig_register_pool(ax=None):
+    """The CTA's registers per warpgroup (128 threads x registers per thread), stacked: at launch, after the
+    kernel's setmaxnreg split, and for a split that sums to the SM's 65,536 but not to the CTA's pool. The two
+    horizontal lines are the pool the CTA got at launch and the SM's register file."""
+    c = build("09_setmaxnreg").consts
+    cols = _split_columns(c)
+    pool, start = cols[0][2]["pool"], launch_registers(c["THREADS"])
+    assert cols[0][2]["registers"] == pool and cols[1][2]["fits"] and not cols[2][2]["fits"]
+    names = ["producer"] + [f"consumer {i}" for i in range(c["CONSUMERS"])]
+    colours = [PRODUCER, CONSUMER, CONSUMER_2]
+    ax = _axes(ax, (11.0, 5.6))
+    width = 0.5
+    for i, (label, regs, b) in enumerate(cols):
+        bottom = 0
+        for name, r, colour in zip(names, regs, colours):
+            h = WARPGROUP * r
+            over = max(0, bottom + h - pool)
+            ax.bar(i, h - over, width, bottom=bottom, color=colour, alpha=0.8, edgecolor="white")
+            if over:
+                ax.bar(i, over, width, bottom=pool, facecolor="white", edgecolor=colour, hatch="////", lw=1)
+            if h > 6000:
+                ax.text(i, bottom + h / 2, f"{name}\n128 x {r}\n= {h:,}", ha="center", va="center", fontsize=8,
+                        color="white")
+            else:                                   # too thin to hold its label: write it beside the bar
+                ax.text(i + width / 2 + 0.03, bottom + h / 2, f"{name}\n128 x {r} = {h:,}", ha="left",
+                        va="center", fontsize=8)
+            bottom += h
+        verdict = "fits the pool exactly" if b["registers"] == pool else (
+            "fits" if b["fits"] else f"{b['registers'] - pool:,} more than the pool")
+        ax.text(i, REGISTER_FILE + 2600, f"{b['registers']:,}: {verdict}", ha="center", fontsize=8,
+                color="black" if b["fits"] else "tab:red", weight="bold")
+    ax.axhline(pool, color="black", lw=1.2)
+    ax.axhline(REGISTER_FILE, color="0.45", lw=1, ls="--")
+    ax.text(2.55, pool - 900, f"the CTA's pool:\n{start} x {c['THREADS']} = {pool:,}", va="top", ha="left",
+            fontsize=8.5)
+    ax.text(2.55, REGISTER_FILE + 600, f"the SM's file: {REGISTER_FILE:,}", va="bottom", ha="left", fontsize=8.5,
+            color="0.35")
+    ax.annotate(f"{REGISTER_FILE - pool:,} registers the pool does not\nhave: some consumer warp's\n"
+                f"setmaxnreg.inc waits forever", xy=(2 + width / 2, (pool + REGISTER_FILE) / 2),
+                xytext=(2.55, 47000), fontsize=8.5, color="tab:red", va="center",
+                arrowprops=dict(arrowstyle="->", color="tab:red"))
+    released = WARPGROUP * (start - c["PRODUCER_REGS"])
+    taken = WARPGROUP * (c["CONSUMER_REGS"] - start)
+    assert released == c["CONSUMERS"] * taken
+    ax.text(2.55, 22000, f"from launch to setmaxnreg:\nsetmaxnreg.dec: the producer\ngives back 128 x ({start} - "
+            f"{c['PRODUCER_REGS']}) = {released:,}\nsetmaxnreg.inc: each consumer\ntakes 128 x "
+            f"({c['CONSUMER_REGS']} - {start}) = {taken:,}\n{c['CONSUMERS']} x {taken:,} = {released:,}: "
+            f"the total\nnever changes", ha="left", va="center", fontsize=8, bbox=dict(fc="white", ec="0.7", pad=4))
+    ax.set_xticks(range(len(cols)), [label for label, _, _ in cols], fontsize=9)
+    ax.set_xlim(-0.45, 3.45)
+    ax.set_ylim(0, REGISTER_FILE + 7000)
+    ax.set_yticks(range(0, REGISTER_FILE + 1, 8192), [f"{v:,}" for v in range(0, REGISTER_FILE + 1, 8192)],
+                  fontsize=8.5)
+    ax.set_ylabel("32-bit registers held by the block", fontsize=9)
+    _clean(ax)
+    ax.set_title(f"One block of {c['THREADS']} threads under __launch_bounds__({c['THREADS']}, 1): setmaxnreg moves "
+                 f"registers inside the pool, never past it", fontsize=10)
+    return ax
+
+
+def _pool_ledger(producer: int, consumer: int, consumers: int, threads: int) -> list[dict]:
+    """Free registers in the CTA's pool, one event per warp: the producer's warps release first (each gives back
+    32 x (launch - producer)), then each consumer warp asks for 32 x (consumer - launch). A warp whose request
+    exceeds what is free keeps retrying (SASS: USETMAXREG.TRY_ALLOC in a loop) and, with nothing left to release,
+    never gets past it. The order is one possible interleaving; the final balance does not depend on it."""
+    start = launch_registers(threads)
+    free, events = 0, [{"who": "launch", "free": 0, "granted": True}]
+    for w in range(WARPGROUP // WARP):
+        free += WARP * (start - producer)
+        events.append({"who": f"P w{w}", "free": free, "granted": True})
+    for c in range(consumers):
+        for w in range(WARPGROUP // WARP):
+            need = WARP * (consumer - start)
+            ok = need <= free
+            free -= need if ok else 0
+            events.append({"who": f"C{c} w{4 * (c + 1) + w}", "free": free, "granted": ok, "need": need})
+    return events
+
+
+def fig_pool_ledger(ax=None):
+    """The free registers in the CTA's pool, warp by warp, for the kernel's split and for a split past the pool:
+    setmaxnreg.dec adds a warp's surplus to the pool, setmaxnreg.inc takes a warp's shortfall out of it, and a
+    request larger than what is free blocks."""
+    c = build("09_setmaxnreg").consts
+    cons, threads = c["CONSUMERS"], c["THREADS"]
+    over = (REGISTER_FILE - WARPGROUP * cons * c["CONSUMER_REGS"]) // WARPGROUP
+    cases = [(c["PRODUCER_REGS"], "tab:green", "-"), (over, "tab:red", "--")]
+    ax = _axes(ax, (11.0, 4.6))
+    for producer, colour, ls in cases:
+        ev = _pool_ledger(producer, c["CONSUMER_REGS"], cons, threads)
+        assert register_budget(producer, c["CONSUMER_REGS"], cons)["fits"] == all(e["granted"] for e in ev)
+        xs = list(range(len(ev)))
+        ax.step(xs + [len(ev)], [e["free"] for e in ev] + [ev[-1]["free"]], where="post", color=colour, ls=ls, lw=2,
+                label=f"producer {producer} / consumers {c['CONSUMER_REGS']}")
+        for x, e in zip(xs, ev):
+            if not e["granted"]:
+                ax.plot([x], [e["free"]], marker="X", ms=11, color=colour, zorder=5)
+                ax.annotate(f"{e['who']} needs {e['need']:,}, {e['free']:,} free:\nits TRY_ALLOC retries forever "
+                            f"and the block\ncan never finish (nothing faults here: it stalls)", xy=(x, e["free"]),
+                            xytext=(5.0, 2600), fontsize=8.5, color=colour, va="center",
+                            arrowprops=dict(arrowstyle="->", color=colour))
+    ev = _pool_ledger(c["PRODUCER_REGS"], c["CONSUMER_REGS"], cons, threads)
+    start = launch_registers(threads)
+    ax.set_xticks(range(len(ev)), [e["who"] for e in ev], fontsize=8)
+    ax.axvspan(0.5, 4.5, color=PRODUCER, alpha=0.07, zorder=0)
+    ax.axvspan(4.5, len(ev) + 0.2, color=CONSUMER, alpha=0.05, zorder=0)
+    ax.text(2.5, 21500, f"setmaxnreg.dec, one warp at a time:\n+32 x ({start} - producer value) each", ha="center",
+            fontsize=8.5, color=PRODUCER)
+    ax.text(8.5, 21500, f"setmaxnreg.inc: -32 x ({c['CONSUMER_REGS']} - {start}) = "
+            f"-{WARP * (c['CONSUMER_REGS'] - start):,} each", ha="center", fontsize=8.5, color=CONSUMER)
+    ax.set_ylim(-1000, 24500)
+    ax.set_yticks(range(0, 20001, 5000), [f"{v:,}" for v in range(0, 20001, 5000)], fontsize=8.5)
+    ax.set_xlim(-0.3, len(ev) + 0.2)
+    ax.set_ylabel("free registers in the CTA's pool", fontsize=9)
+    ax.set_xlabel("warp events in one possible order (P = producer warps 0-3, C0 / C1 = the consumer warpgroups); "
+                  "every warp starts with its launch share, so the pool starts empty", fontsize=8.5)
+    ax.legend(loc="upper right", fontsize=8.5, frameon=False, bbox_to_anchor=(1.0, 0.80))
+    _clean(ax)
+    ax.set_title("The pool as a ledger: consumers can only take what the producer gave back", fontsize=10)
+    return ax
+
+
+# ---- what a consumer thread holds ------------------------------------------------------------------------------
+
+_REG = re.compile(r"\bR(\d+)\b")
+
+
+def _top(lines) -> int:
+    """Registers a stretch of SASS touches, R0 up to the highest named; a 64-bit operand (R150 of an STG.E.64)
+    also uses the next register."""
+    top = -1
+    for line in lines:
+        for m in _REG.finditer(line):
+            top = max(top, int(m.group(1)) + (1 if ".64" in line else 0))
+    return top + 1
+
+
+def _register_map(rung_id: str) -> dict:
+    """From the SASS: where the HGMMA accumulators start, how many there are, and how many registers the consumer
+    and the producer branches touch (the producer's branch runs from its setmaxnreg.dec to EXIT)."""
+    b = build(rung_id)
+    c = b.consts
+    lines = b.sass().splitlines()
+    bases = sorted({int(m.group(1)) for l in lines if (m := re.search(r"HGMMA\.64x\d+x16\.F32\.BF16 R(\d+)", l))})
+    acc = c["N_MMAS"] * c["WGMMA_N"] // 2
+    dealloc = next((i for i, l in enumerate(lines) if "USETMAXREG.DEALLOC" in l), None)
+    exit_ = next((i for i, l in enumerate(lines) if i > (dealloc or 0) and re.search(r"\bEXIT\b", l)), len(lines))
+    producer = _top(lines[dealloc:exit_]) if dealloc is not None else None
+    everything = _top(lines)
+    assert bases and bases[0] + acc <= everything, (bases, acc, everything)
+    return {"acc_base": bases[0], "acc": acc, "consumer": everything, "producer": producer,
+            "ptxas": b.resources[next(iter(b.resources))].registers}
+
+
+def _without_setmaxnreg(rung_id: str):
+    """What ptxas reports for the same kernel with both setmaxnreg calls deleted (registers, spills)."""
+    from .registry import rung
+    r = rung(rung_id)
+    src = r.path.read_text()
+    bare = re.sub(r"setmaxnreg_(inc|dec)<\w+>\(\);", "", src)
+    assert bare != src, f"{rung_id} has no setmaxnreg calls to remove"
+    res = build(r, source=bare).resources[r.entry]
+    return res.registers, res.spill_stores + res.spill_loads
+
+
+def fig_consumer_registers(ax=None):
+    """Per thread, register index 0-255: what rung 09's consumer and producer threads touch in the SASS (the
+    accumulators of m64n256k16 and everything else), against the launch cap and the caps setmaxnreg sets; rung
+    08's consumer for comparison; and what ptxas needs for rung 09 with both setmaxnreg calls removed."""
+    c9, c8 = build("09_setmaxnreg").consts, build("08_warp_specialized").consts
+    m9, m8 = _register_map("09_setmaxnreg"), _register_map("08_warp_specialized")
+    bare_regs, bare_spills = _without_setmaxnreg("09_setmaxnreg")
+    start = launch_registers(c9["THREADS"])
+    assert m9["consumer"] <= c9["CONSUMER_REGS"] and m9["producer"] <= c9["PRODUCER_REGS"]
+    ax = _axes(ax, (11.0, 4.6))
+    h = 0.55
+    rows = [
+        (f"rung 09 consumer thread\n(cap {c9['CONSUMER_REGS']} after setmaxnreg.inc)", c9["CONSUMER_REGS"],
+         [(0, m9["acc_base"], "0.55", f"R0-R{m9['acc_base'] - 1}: {m9['acc_base']} for addresses, descriptors, loop state, barrier "
+                                               f"addresses"),
+          (m9["acc_base"], m9["acc"], CONSUMER,
+           f"R{m9['acc_base']}-R{m9['acc_base'] + m9['acc'] - 1}: {m9['acc']} fp32 accumulators (64 x "
+           f"{c9['WGMMA_N']} / 128 threads)")]),
+        (f"rung 09 producer thread\n(cap {c9['PRODUCER_REGS']} after setmaxnreg.dec)", c9["PRODUCER_REGS"],
+         [(0, m9["producer"], PRODUCER, f"R0-R{m9['producer'] - 1}: one thread's copy loop")]),
+        ("rung 09 without setmaxnreg\n(ptxas, whole kernel)", start,
+         [(0, bare_regs, "0.35", f"{bare_regs} registers, {bare_spills} bytes spilled: it fits the launch cap too")]),
+        (f"rung 08 consumer thread\n(no setmaxnreg, cap {launch_registers(c8['THREADS'])})",
+         launch_registers(c8["THREADS"]),
+         [(0, m8["acc_base"], "0.55", ""),
+          (m8["acc_base"], m8["acc"], CONSUMER, f"{m8['acc']} accumulators (64 x {c8['WGMMA_N']} / 128)")]),
+    ]
+    for y, (label, cap, segs) in enumerate(rows):
+        for left, width, colour, text in segs:
+            ax.barh(y, width, left=left, height=h, color=colour, alpha=0.85, edgecolor="white")
+            if not text:
+                continue
+            if width > 60:
+                ax.text(left + width / 2, y, text, va="center", ha="center", fontsize=7.5, color="white")
+            elif left == 0 and len(segs) > 1:           # the non-accumulator registers: labelled under the bar
+                ax.text(0.5, y + h / 2 + 0.04, text, va="top", ha="left", fontsize=7.5, color="0.25")
+            else:                                       # a short bar: labelled past its cap
+                ax.text(cap + 3, y, text, va="center", ha="left", fontsize=8)
+        used = sum(w for _, w, _, _ in segs)
+        ax.barh(y, cap - used, left=used, height=h, facecolor="none", edgecolor="0.6", hatch="..", lw=0.6)
+        ax.plot([cap, cap], [y - h / 2 - 0.08, y + h / 2 + 0.08], color="black", lw=2)
+        ax.text(cap + 2, y - h / 2 - 0.02, f"{cap - used} spare", fontsize=7.5, va="bottom", color="0.3")
+    for x, text, colour in ((c9["PRODUCER_REGS"], "24: the smallest setmaxnreg value", PRODUCER),
+                            (start, f"{start}: the launch cap (65,536 / {c9['THREADS']}, down to 8)", "black"),
+                            (c9["CONSUMER_REGS"], f"{c9['CONSUMER_REGS']}", CONSUMER)):
+        ax.axvline(x, color=colour, lw=0.8, ls=":", zorder=0)
+    ax.text(start + 1, -0.62, f"launch cap {start}", fontsize=8, ha="center", va="bottom")
+    ax.text(c9["CONSUMER_REGS"], -0.62, f"{c9['CONSUMER_REGS']}", fontsize=8, ha="center", va="bottom",
+            color=CONSUMER)
+    ax.text(c9["PRODUCER_REGS"], -0.62, f"{c9['PRODUCER_REGS']}", fontsize=8, ha="center", va="bottom",
+            color=PRODUCER)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8.5)
+    ax.set_ylim(len(rows) - 0.45, -0.85)
+    ax.set_xlim(0, MAX_REGS + 1)
+    ax.set_xticks([0, 32, 64, 96, 128, 160, 192, 224, 255])
+    ax.set_xlabel("registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports it); "
+                  "hatched: allowed but unused; thick tick: the cap", fontsize=8.5)
+    _clean(ax)
+    ax.set_title("What a thread actually holds: 128 accumulators plus about two dozen others", fontsize=10)
     return ax

@@ -192,3 +192,46 @@ def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
     assert "rung 08 is slower than rung 07 at both sizes, and much slower at N =\n8192" in ch08
     assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
     assert t("08_warp_specialized", 8192) < 0.8 * t("07_tma", 8192)
+
+
+def test_the_warp_level_chapters_compare_rungs_as_the_run_measured(data):
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    c = data["ceilings"]
+    sizes = (4096, 8192)
+    ch04 = _markdown("04_swizzle.ipynb")
+    assert "still ran slower than chapter 02's padded WMMA kernel" in ch04
+    assert all(t("03_mma_sync", n) < t("02_wmma_smem", n) < t("04_swizzle", n) for n in sizes)
+    assert "The swizzle roughly doubles the rate at both sizes" in ch04
+    assert all(1.8 <= t("04_swizzle", n) / t("03_mma_sync", n) <= 2.4 for n in sizes)
+    cycles = lambda r: 2 * 128 * 128 * 32 / (r * 1e12 / (132 * 1.98e9))  # noqa: E731 - one k tile, as the text converts
+    saved = cycles(t("03_mma_sync", 4096)) - cycles(t("04_swizzle", 4096))
+    assert "within about a tenth of the predicted 1,664 cycles" in ch04 and abs(saved / 1664 - 1) <= 0.1, saved
+    assert "well over twice its 512 cycles" in ch04 and cycles(t("04_swizzle", 4096)) > 2 * 512
+    assert "below a third of the `mma.sync`\nprobe" in ch04 and t("04_swizzle", 4096) < c["hmma_peak"]["value"] / 3
+    ch05 = _markdown("05_cp_async.ipynb")
+    assert "The double buffer is the big step over rung 04 at both sizes" in ch05
+    for n in sizes:
+        first, second = t("05_double_buffer", n) / t("04_swizzle", n), t("05_cp_async", n) / t("05_double_buffer", n)
+        assert first > second > 1, (n, first, second)
+    assert all(t(r, n) < 0.7 * c["hmma_peak"]["value"] for r in ("05_double_buffer", "05_cp_async") for n in sizes)
+    l2 = c["l2_read"]["value"]
+    assert "most of the L2 read bandwidth" in ch05 and 0.5 < t("05_cp_async", 4096) / 64 / l2 < 1
+    assert 64 * l2 < 0.8 * c["hmma_peak"]["value"] and t("05_cp_async", 4096) < 64 * l2
+    assert "about twice the L2 read bandwidth" in ch05 and 1.8 <= 15.5 / l2 <= 2.4
+    assert "and the profile agrees" in ch05 and 11 <= data["profile"]["05_cp_async"]["warps_active_pct"] <= 14
+
+
+def test_chapter_09_compares_rungs_as_the_run_measured(data):
+    from helpers.timeline import summary
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    ch09 = _markdown("09_setmaxnreg.ipynb")
+    assert "Rung 09 is faster than rung 08 at both sizes" in ch09
+    assert 1.15 <= t("09_setmaxnreg", 4096) / t("08_warp_specialized", 4096) < 4 / 3
+    assert t("09_setmaxnreg", 8192) / t("08_warp_specialized", 8192) > 1.5
+    assert "rung 09 is ahead at both sizes, by about a tenth" in ch09
+    assert all(1.05 <= t("09_setmaxnreg", n) / t("07_tma", n) <= 1.15 for n in (4096, 8192))
+    s08, s09 = (summary(data["timeline"][f"{r}@4096"]) for r in ("08_warp_specialized", "09_setmaxnreg"))
+    assert "median tile close to\nthat floor" in ch09 and max(s09["cycles_per_tile"]) <= 1.15 * 1024
+    share = lambda s: sum(w / c for w, c in zip(s["wait_for_data_cycles"], s["cycles_per_tile"])) / 2  # noqa: E731
+    assert "much smaller share of each tile than in rung 08" in " ".join(ch09.split())
+    assert share(s09) < 0.55 * share(s08), (share(s09), share(s08))  # about half as much waiting per tile
