@@ -2,23 +2,29 @@
 own constants (`build(rung).consts`), so a change to a kernel redraws its picture instead of falsifying it. Each
 `fig_*` takes an optional Axes and returns the Axes it drew on.
 
+    chapter 02 (WMMA)                 fig_wmma_warp_tiles, fig_wmma_intensity, fig_wmma_opaque
+    chapter 03 (mma.sync)             fig_ldmatrix_lane_map, fig_warp_mma_tiling, fig_ldmatrix_bank_heat
     chapter 04 (swizzle)              fig_ktile_wavefronts, fig_phase_on_banks, fig_swizzle_permutation, fig_padding_bytes
     chapter 05 (cp.async)             fig_cp_async_ring_timeline, fig_cp_async_littles_law, fig_cp_async_register_file
     chapter 06 (wgmma)                fig_smem_budget, fig_swizzle_atom, fig_accumulator, fig_wgmma_timeline
     chapter 07 (TMA)                  fig_load_instructions, fig_tma_box, fig_mbarrier_phase, fig_ring_parity
     chapter 08 (warp specialization)  fig_stage_clocks, fig_ring, fig_parities, fig_ring_bytes
     chapter 09 (setmaxnreg)           fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers
+    chapter 10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue
 """
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
-from .build import build
-from .explore import (REGISTER_FILE, blocks_per_sm, conflict_degree, launch_registers, ldmatrix_addresses,
-                      mbarrier_countdown, offset, pipeline_schedule, register_budget, ring_parities, wavefronts,
-                      wgmma_accumulator, wgmma_desc_decode, wgmma_desc_encode)
+from .build import build, intensity
+from .explore import (REGISTER_FILE, blocks_per_sm, conflict_degree, l2_bytes_per_k_tile, launch_registers,
+                      ldmatrix_addresses, ldmatrix_x4, mbarrier_countdown, mma_fragment, offset, pipeline_schedule,
+                      register_budget, ring_parities, wavefronts, waves, wgmma_accumulator, wgmma_desc_decode,
+                      wgmma_desc_encode)
+from .registry import rung
 
 # Hardware numbers the napkins use (H100 SXM, from the datasheet and the bank structure, not measured here).
 TENSOR_FLOP_PER_CLK = 4096     # dense BF16 per SM per clock: 989.4 TFLOP/s / (132 SMs x 1,830 MHz)
@@ -36,6 +42,582 @@ def _axes(ax, size):
 def _clean(ax, sides=("top", "right")):
     for side in sides:
         ax.spines[side].set_visible(False)
+
+
+# ---- chapter 02: WMMA ---------------------------------------------------------------------------------------
+
+# Numbers the chapter 02 napkins use (H100 SXM datasheet and the ISA, not measured here).
+CH02_TENSOR_FLOP_PER_CLK = 4096   # dense BF16 per SM per clock: 989.4 TFLOP/s / (132 SMs x 1,830 MHz)
+CH02_FFMA_FLOP_PER_CLK = 256      # 128 FP32 lanes per SM x 2 FLOP per FFMA
+CH02_BF16, CH02_FP32 = 2, 4       # bytes per element
+CH02_WARP = 32
+CH02_KIB = 1024
+CH02_A, CH02_B = "tab:cyan", "tab:orange"
+CH02_SIMT = "01_warptiled"        # chapter 01's best SIMT rung
+CH02_RUNGS = ("02_wmma_naive", "02_wmma_smem")
+
+
+def _ch02_fragment_elements() -> dict:
+    """Elements per lane of the three m16n16k16 fragments the kernels declare, as this machine's crt/mma.h
+    declares them (`__frag_base<T, num_elements>`); 16 x 16 / 32 where the header cannot be read."""
+    default = {"a": 16 * 16 // CH02_WARP, "b": 16 * 16 // CH02_WARP, "acc": 16 * 16 // CH02_WARP}
+    try:
+        from .build import _include_dirs
+        header = next(Path(d, "crt", "mma.h") for d in _include_dirs() if Path(d, "crt", "mma.h").exists())
+        text = header.read_text()
+    except Exception:   # no CUDA headers here: the arithmetic is the same
+        return default
+    bf16 = r"16, 16, 16, __nv_bfloat16, row_major>\s*:\s*public __frag_base<__nv_bfloat16, (\d+)"
+    pats = {"a": r"fragment<matrix_a, " + bf16, "b": r"fragment<matrix_b, " + bf16,
+            "acc": r"fragment<accumulator, 16, 16, 16, float>\s*:\s*public __frag_base<float, (\d+)"}
+    got = {k: re.search(p, text) for k, p in pats.items()}
+    return {k: int(m.group(1)) if m else default[k] for k, m in got.items()}
+
+
+def _ch02_sass_per_call() -> dict:
+    """What one WMMA call became in rung 02_wmma_smem's SASS, counted from its inventory over one k tile (the main
+    loop is one k tile of BK, holding BK / WK steps of FRAG_M A fragments, FRAG_N B fragments, FRAG_M x FRAG_N
+    mma_sync), and the epilogue's FRAG_M x FRAG_N store_matrix_sync."""
+    r = rung("02_wmma_smem")
+    b = build(r)
+    c, inv = b.consts, b.inventory(r.entry)
+    steps = c["BK"] // c["WK"]
+    frags = steps * (c["FRAG_M"] + c["FRAG_N"])
+    b_frags = steps * c["FRAG_N"]
+    mmas = steps * c["FRAG_M"] * c["FRAG_N"]
+    stores = c["FRAG_M"] * c["FRAG_N"]
+    count = {op: inv.get(op, 0) for op in ("LD.E", "MOVM.16.MT88", "HMMA.16816.F32.BF16", "STG.E.64")}
+    per = {"ld": count["LD.E"] / frags, "movm": count["MOVM.16.MT88"] / b_frags,
+           "hmma": count["HMMA.16816.F32.BF16"] / mmas, "stg": count["STG.E.64"] / stores}
+    assert all(v == int(v) and v > 0 for v in per.values()), (per, count)
+    out = {k: int(v) for k, v in per.items()}
+    # one warp, one 16-deep step: FRAG_M + FRAG_N fragment loads, FRAG_N of them transposed, FRAG_M x FRAG_N mma_sync
+    out["step_ld"] = count["LD.E"] // steps
+    out["step_movm"] = count["MOVM.16.MT88"] // steps
+    out["step_hmma"] = count["HMMA.16816.F32.BF16"] // steps
+    # the same warp tile fed by ldmatrix.x4 (four 8 x 8 b16 tiles, one 16 x 16 bf16 block per instruction):
+    # FRAG_M blocks of A and FRAG_N blocks of B (16 deep x 16 wide each)
+    out["step_ldsm"] = c["FRAG_M"] * (c["WM"] * c["WK"] // 256) + c["FRAG_N"] * (c["WK"] * c["WN"] // 256)
+    out["warp_tile"] = (c["FRAG_M"] * c["WM"], c["FRAG_N"] * c["WN"])
+    return out
+
+
+# ---- figure 1: which warp computes which 16 x 16 tile of C, and what it loads per k step --------------------------
+
+def _ch02_rect(ax, x, y, w, h, **kw):
+    from matplotlib.patches import Rectangle
+    ax.add_patch(Rectangle((x, y), w, h, **kw))
+
+
+def fig_wmma_warp_tiles(ax=None):
+    """Both rungs' block tiles drawn to one scale (1 unit = 1 element). Each C tile is coloured by the warp that owns
+    it; the A and B pieces one warp reads in one 16-deep k step are outlined in that warp's colour. Rung 02_wmma_naive:
+    four warps in 2 x 2, one 16 x 16 tile each, fragments straight from global. Rung 02_wmma_smem: the [BM, BK] and
+    [BK, BN] tiles staged in shared memory (padding drawn grey), four warps in 2 x 2 owning 32 x 32 of C each
+    (FRAG_M x FRAG_N fragments)."""
+    import matplotlib.pyplot as plt
+
+    colours = plt.get_cmap("tab10").colors
+    warp_colours = [colours[i] for i in (0, 2, 3, 4)]
+    n = build("02_wmma_naive").consts
+    s = build("02_wmma_smem").consts
+    ax = _axes(ax, (13.0, 7.4))
+    gap = 3                       # between an operand and C
+    lw = 2.4
+
+    # -- rung 02_wmma_naive ----------------------------------------------------------------------------------------
+    wm, wn, wk = n["WM"], n["WN"], n["WK"]
+    bm, bn = n["BM"], n["BN"]
+    warps = n["THREADS"] // CH02_WARP
+    x0 = 0.0
+    cx, cy = x0 + wk + gap, wk + gap        # C's corner
+    _ch02_rect(ax, cx, 0, bn, wk, fc=CH02_B, ec="black", lw=0.8, alpha=0.35)       # B: [WK, BN] of this k step
+    _ch02_rect(ax, x0, cy, wk, bm, fc=CH02_A, ec="black", lw=0.8, alpha=0.35)      # A: [BM, WK]
+    for w in range(warps):
+        r, c = w // n["WARPS_N"], w % n["WARPS_N"]
+        col = warp_colours[w % len(warp_colours)]
+        _ch02_rect(ax, cx + c * wn, cy + r * wm, wn, wm, fc=col, ec="white", lw=1.5, alpha=0.75)
+        ax.text(cx + c * wn + wn / 2, cy + r * wm + wm / 2, f"warp {w}\n{wm} x {wn}", ha="center", va="center",
+                fontsize=8, color="white", weight="bold")
+    for r in range(bm // wm):
+        readers = [w for w in range(warps) if w // n["WARPS_N"] == r]
+        ax.text(x0 + wk / 2, cy + r * wm + wm / 2, f"A {wm}x{wk}\nwarps\n{', '.join(map(str, readers))}",
+                ha="center", va="center", fontsize=7)
+    for c in range(bn // wn):
+        readers = [w for w in range(warps) if w % n["WARPS_N"] == c]
+        ax.text(cx + c * wn + wn / 2, wk / 2, f"B {wk}x{wn}\nwarps {', '.join(map(str, readers))}", ha="center",
+                va="center", fontsize=7)
+    # warp 0's two pieces, outlined
+    _ch02_rect(ax, x0, cy, wk, wm, fc="none", ec=warp_colours[0], lw=lw)
+    _ch02_rect(ax, cx, 0, wn, wk, fc="none", ec=warp_colours[0], lw=lw)
+    flop = 2 * wm * wn * wk
+    per_warp = (wm * wk + wk * wn) * CH02_BF16
+    distinct = (bm * wk + wk * bn) * CH02_BF16
+    ax.text(x0, -4, f"02_wmma_naive: block {bm} x {bn},\n{warps} warps, k step {wk},\nevery operand from global",
+            ha="left", va="bottom", fontsize=10, weight="bold")
+    ax.text(x0, cy + bm + 4,
+            f"per k step, each warp:\n  A {wm}x{wk} + B {wk}x{wn} = {per_warp // CH02_KIB} KiB\n"
+            f"  for 2 x {wm} x {wn} x {wk} = {flop:,} FLOP\n  = {flop / per_warp:.0f} FLOP per byte\n"
+            f"the block asks for {warps * per_warp // CH02_KIB} KiB,\n"
+            f"{distinct // CH02_KIB} KiB of it distinct: each\npiece is read by {bm // wm} warps,\n"
+            f"and no warp keeps it",
+            ha="left", va="top", fontsize=8.5, linespacing=1.35)
+
+    # -- rung 02_wmma_smem -----------------------------------------------------------------------------------------
+    bm, bn, bk, pad = s["BM"], s["BN"], s["BK"], s["PAD"]
+    wm, wn, wk = s["WM"], s["WN"], s["WK"]
+    fm, fn = s["FRAG_M"], s["FRAG_N"]
+    warps = s["THREADS"] // CH02_WARP
+    x0 = cx + n["BN"] + 30
+    cx, cy = x0 + bk + pad + gap, bk + gap
+    _ch02_rect(ax, cx, 0, bn, bk, fc=CH02_B, ec="black", lw=0.8, alpha=0.35)                  # sB [BK, BN]
+    _ch02_rect(ax, cx + bn, 0, pad, bk, fc="0.8", ec="0.5", lw=0.6, hatch="////")           # its padding
+    _ch02_rect(ax, x0, cy, bk, bm, fc=CH02_A, ec="black", lw=0.8, alpha=0.35)                 # sA [BM, BK]
+    _ch02_rect(ax, x0 + bk, cy, pad, bm, fc="0.8", ec="0.5", lw=0.6, hatch="////")          # its padding
+    for kk in range(wk, bk, wk):                                                              # the kk steps
+        ax.plot([x0 + kk] * 2, [cy, cy + bm], color="black", lw=0.6, ls="--")
+        ax.plot([cx, cx + bn], [kk] * 2, color="black", lw=0.6, ls="--")
+    for w in range(warps):
+        r, c = w // s["WARPS_N"], w % s["WARPS_N"]
+        col = warp_colours[w % len(warp_colours)]
+        top, left = cy + r * fm * wm, cx + c * fn * wn
+        _ch02_rect(ax, left, top, fn * wn, fm * wm, fc=col, ec="white", lw=1.5, alpha=0.75)
+        for i in range(1, fm):
+            ax.plot([left, left + fn * wn], [top + i * wm] * 2, color="white", lw=0.8)
+        for j in range(1, fn):
+            ax.plot([left + j * wn] * 2, [top, top + fm * wm], color="white", lw=0.8)
+        ax.text(left + fn * wn / 2, top + fm * wm / 2, f"warp {w}: {fm * wm} x {fn * wn}\n= {fm} x {fn} "
+                f"fragments", ha="center", va="center", fontsize=8, color="white", weight="bold",
+                bbox=dict(fc=col, ec="none", alpha=0.95, pad=1.5))
+    # warp 0 in its first kk step: FRAG_M A fragments and FRAG_N B fragments
+    _ch02_rect(ax, x0, cy, wk, fm * wm, fc="none", ec=warp_colours[0], lw=lw)
+    _ch02_rect(ax, cx, 0, fn * wn, wk, fc="none", ec=warp_colours[0], lw=lw)
+    ax.text(x0 + wk + (bk - wk) / 2, cy + bm / 2 + 14, f"sA\n{bm} x {bk}\n+ {pad}\npad", ha="center", va="center",
+            fontsize=8)
+    ax.text(cx + bn / 2 + 10, bk / 2 + 5, f"sB {bk} x {bn} + {pad} pad", ha="center", va="center", fontsize=8)
+    smem = (bm * (bk + pad) + bk * (bn + pad)) * CH02_BF16
+    tile_bytes = (bm * bk + bk * bn) * CH02_BF16
+    tile_flop = 2 * bm * bn * bk
+    step_bytes = (fm * wm * wk + wk * fn * wn) * CH02_BF16
+    step_flop = 2 * fm * wm * fn * wn * wk
+    ax.text(x0, -4, f"02_wmma_smem: block {bm} x {bn}, {warps} warps, k tile {bk}\n(two 16-deep steps, dashed), "
+            f"operands staged in shared memory", ha="left", va="bottom", fontsize=10, weight="bold")
+    ax.text(cx + bn + pad + 3, cy,
+            f"per k tile, the block copies\n  A {bm}x{bk} + B {bk}x{bn} = {tile_bytes // CH02_KIB} KiB from global\n"
+            f"  for 2 x {bm} x {bn} x {bk} = {tile_flop:,} FLOP\n  = {tile_flop / tile_bytes:.0f} FLOP per byte\n\n"
+            f"per 16-deep step, warp 0 (outlined)\nreads {fm} A + {fn} B fragments\n"
+            f"  = {step_bytes // CH02_KIB} KiB from shared memory\n  for {fm * fn} mma_sync = {step_flop:,} FLOP\n\n"
+            f"shared tiles with padding:\n  {smem:,} B per block",
+            ha="left", va="top", fontsize=8.5, linespacing=1.35)
+    ax.set_xlim(-2, cx + bn + pad + 62)
+    ax.set_ylim(cy + bm + 6, -22)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("Who computes what: each warp owns 16 x 16 tiles of C and fetches its own A and B pieces\n"
+                 "(drawn to one scale from the kernels' constants; outlined: what warp 0 reads in one 16-deep step)",
+                 fontsize=10.5)
+    return ax
+
+
+# ---- figure 2: FLOP per byte loaded, against what each pipe needs ---------------------------------------------------
+
+def fig_wmma_intensity(ax=None):
+    """FLOP per byte of global loads of chapter 01's best SIMT rung and of both WMMA rungs (helpers.build.intensity,
+    from each kernel's tile constants), with the machine balance of each pipe: the recorded peak of the pipe divided
+    by the recorded HBM and L2 bandwidth. A rung left of its pipe's balance line cannot keep that pipe busy from that
+    memory. Beside each bar: the bytes per clock one SM would need to run its pipe at the datasheet peak."""
+    from .ladder import recorded_ceilings
+
+    ceil = recorded_ceilings()
+    rows = [(CH02_SIMT, "FP32 FFMA (CUDA cores)", CH02_FFMA_FLOP_PER_CLK, "tab:orange")] + \
+           [(r, "BF16 HMMA (tensor cores)", CH02_TENSOR_FLOP_PER_CLK, "tab:green") for r in CH02_RUNGS]
+    ax = _axes(ax, (11.0, 5.6))
+    ys = [2.4, 1.0, 0.0]                  # the SIMT rung apart from the two tensor-core rungs
+    labels = []
+    for y, (rid, pipe, flop_clk, colour) in zip(ys, rows):
+        r = rung(rid)
+        c = build(r).consts
+        ai = intensity(r)
+        ax.barh(y, ai, height=0.5, color=colour, alpha=0.8)
+        ax.text(ai * 1.06, y, f"{ai:.0f} FLOP/B", va="center", fontsize=9.5, weight="bold")
+        labels.append(f"{rid}\n{c[r.reuse[0]]} x {c[r.reuse[1]]} {r.dtype} tile\n{pipe}: at the datasheet peak\n"
+                      f"({flop_clk:,} FLOP/clk per SM) it needs\n{flop_clk / ai:.0f} B per clock per SM")
+    # each pipe's balance lines span only the rows that use that pipe
+    lines = [("ffma_peak", "l2_read", "tab:orange", ":", (1.95, 3.4)),
+             ("ffma_peak", "hbm_copy", "tab:orange", "-", (1.95, 3.4)),
+             ("hmma_peak", "l2_read", "tab:green", ":", (-0.45, 1.55)),
+             ("hmma_peak", "hbm_copy", "tab:green", "-", (-0.45, 1.55))]
+    names = {"ffma_peak": "FFMA probe", "hmma_peak": "mma.sync probe", "hbm_copy": "HBM copy", "l2_read": "L2 read"}
+    for peak, bw, colour, ls, (lo, hi) in lines:
+        if peak not in ceil or bw not in ceil:
+            continue
+        bal = ceil[peak].value / ceil[bw].value           # TFLOP/s / (TB/s) = FLOP per byte
+        ax.vlines(bal, lo, hi, color=colour, ls=ls, lw=1.5)
+        ax.text(bal * 1.04, hi, f"{names[peak]} /\n{names[bw]}\n= {bal:.0f} FLOP/B", fontsize=7.5, color=colour,
+                va="top", ha="left")
+    src = next(iter(ceil.values()))
+    ax.set(xscale="log", xlim=(1, 1000), ylim=(-0.6, 3.45))
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.set_xlabel("arithmetic intensity: FLOP per byte of global loads (log scale); left of a line of its own colour, "
+                  "a rung\ncannot keep that pipe busy from that memory (solid: HBM, dotted: L2)", fontsize=9)
+    ax.set_title("The same 32 FLOP per byte that fed the CUDA cores starves the tensor cores\n"
+                 f"(lines: a pipe's peak / a memory's bandwidth, recorded on {src.gpu}, {src.date[:10]})",
+                 fontsize=10.5)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
+# ---- figure 3: what WMMA hides, and what chapter 03 will write by hand --------------------------------------------
+
+def _ch02_lanes(ax, x, y, regs, colour, w=3.2, h=1.0, label=""):
+    """A fragment as 32 lane columns x `regs` 32-bit registers, every cell a '?': the API does not say which lane
+    holds which element."""
+    from matplotlib.patches import Rectangle
+    cw, rh = w / CH02_WARP, h / regs
+    for lane in range(CH02_WARP):
+        for reg in range(regs):
+            ax.add_patch(Rectangle((x + lane * cw, y + reg * rh), cw, rh, fc=colour, ec="white", lw=0.4,
+                                   alpha=0.55))
+    ax.text(x + w / 2, y + h / 2, "?", ha="center", va="center", fontsize=20, color="0.25", weight="bold")
+    ax.text(x + w / 2, y + h + 0.08, label, ha="center", va="bottom", fontsize=8)
+    ax.text(x, y - 0.06, "lane 0", ha="left", va="top", fontsize=6.5, color="0.35")
+    ax.text(x + w, y - 0.06, "lane 31", ha="right", va="top", fontsize=6.5, color="0.35")
+
+
+def _ch02_box(ax, x, y, w, h, text, fc="white", ec="0.3", fontsize=8.5, weight="normal"):
+    from matplotlib.patches import FancyBboxPatch
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.03", fc=fc, ec=ec, lw=1.0))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize, weight=weight,
+            linespacing=1.3)
+
+
+def _ch02_arrow(ax, x0, y0, x1, y1, text="", colour="black"):
+    ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="-|>", color=colour, lw=1.3))
+    if text:
+        ax.text((x0 + x1) / 2, (y0 + y1) / 2 + 0.08, text, ha="center", va="bottom", fontsize=8.5,
+                family="monospace", weight="bold")
+
+
+def fig_wmma_opaque(ax=None):
+    """The WMMA pipeline of one 16 x 16 x 16 step: load_matrix_sync -> mma_sync -> store_matrix_sync, with the
+    fragments drawn as opaque boxes of 32 lanes x registers (per-lane element counts from crt/mma.h). Below each call,
+    what it became in rung 02_wmma_smem's SASS (counted from the inventory), and what chapter 03 writes instead."""
+    el = _ch02_fragment_elements()
+    per = _ch02_sass_per_call()
+    regs = {"a": el["a"] * CH02_BF16 // 4, "b": el["b"] * CH02_BF16 // 4, "acc": el["acc"] * CH02_FP32 // 4}
+    ax = _axes(ax, (13.0, 7.6))
+    # columns: memory | fragments a, b | accumulator | memory
+    xm, xf, xc, xo = 0.0, 3.3, 7.9, 11.8
+    ya, yb = 4.3, 2.6
+    _ch02_box(ax, xm, ya + 0.1, 1.7, 0.9, "A tile\n16 x 16 bf16\n512 B, row-major", fc="#d9f2f7")
+    _ch02_box(ax, xm, yb + 0.1, 1.7, 0.9, "B tile\n16 x 16 bf16\n512 B, row-major", fc="#fde3c8")
+    _ch02_lanes(ax, xf, ya, regs["a"], CH02_A,
+                label=f"fragment a: {el['a']} bf16 per lane = {regs['a']} registers")
+    _ch02_lanes(ax, xf, yb, regs["b"], CH02_B,
+                label=f"fragment b: {el['b']} bf16 per lane = {regs['b']} registers")
+    _ch02_lanes(ax, xc, (ya + yb) / 2 - 0.35, regs["acc"], "0.6", w=3.0, h=1.6,
+                label=f"accumulator c: {el['acc']} fp32 per lane = {regs['acc']} registers")
+    _ch02_box(ax, xo, (ya + yb) / 2 + 0.05, 1.5, 0.9, "C tile\n16 x 16 fp32\n1 KiB", fc="0.92")
+    _ch02_arrow(ax, xm + 1.75, ya + 0.55, xf - 0.05, ya + 0.55, "load_matrix_sync")
+    _ch02_arrow(ax, xm + 1.75, yb + 0.55, xf - 0.05, yb + 0.55, "load_matrix_sync")
+    _ch02_arrow(ax, xf + 3.25, ya + 0.5, xc - 0.05, (ya + yb) / 2 + 0.75, "")
+    _ch02_arrow(ax, xf + 3.25, yb + 0.5, xc - 0.05, (ya + yb) / 2 + 0.15, "")
+    ax.text(xf + 3.95, (ya + yb) / 2 + 0.45, "mma_sync", ha="center", va="center", fontsize=8.5,
+            family="monospace", weight="bold")
+    _ch02_arrow(ax, xc + 3.05, (ya + yb) / 2 + 0.5, xo - 0.05, (ya + yb) / 2 + 0.5, "")
+    ax.text(xo + 0.75, (ya + yb) / 2 + 1.12, "store_matrix_sync", ha="center", va="bottom", fontsize=8.5,
+            family="monospace", weight="bold")
+    ax.text(xf + 1.6, ya + 1.55, "which lane holds which element: unspecified, per the CUDA guide",
+            ha="center", va="bottom", fontsize=9, style="italic")
+
+    # the two lower rows: what this build does, what chapter 03 writes
+    y1, y2, h = 0.9, -0.55, 1.0
+    ax.text(-0.1, y1 + h + 0.12, "what rung 02_wmma_smem's SASS does per call (counted on this build):",
+            fontsize=9.5, weight="bold", ha="left", va="bottom")
+    _ch02_box(ax, xm, y1, 3.1, h, f"load_matrix_sync(a): {per['ld']} x LD.E\n32-bit generic loads, 128 B per "
+              f"warp instr.\nload_matrix_sync(b): + {per['movm']} x MOVM.16.MT88\n(8 x 8 transposes in registers)",
+              fc="#fff4e0", fontsize=8)
+    _ch02_box(ax, xm + 3.4, y1, 3.0, h, f"mma_sync: {per['hmma']} x HMMA.16816.F32.BF16\n"
+              f"the hardware's m16n8k16,\none per 8 columns of C", fc="#fff4e0", fontsize=8)
+    _ch02_box(ax, xm + 6.7, y1, 3.0, h, f"store_matrix_sync: {per['stg']} x STG.E.64\n"
+              f"({el['acc']} fp32 per lane, 2 per store)", fc="#fff4e0", fontsize=8)
+    _ch02_box(ax, xm + 10.0, y1, 3.3, h, f"per 16-deep step, one warp\n({per['warp_tile'][0]} x {per['warp_tile'][1]}"
+              f" of C): {per['step_ld']} LD.E\n+ {per['step_movm']} MOVM for {per['step_hmma']} HMMA = "
+              f"{(per['step_ld'] + per['step_movm']) / per['step_hmma']:g} loads\nand transposes per HMMA",
+              fc="#fff4e0", fontsize=8)
+    ax.text(-0.1, y2 + h + 0.12, "what chapter 03 writes by hand instead (PTX, documented lane maps):",
+            fontsize=9.5, weight="bold", ha="left", va="bottom")
+    _ch02_box(ax, xm, y2, 3.1, h, "ldmatrix.x4: one instruction,\nfour 8 x 8 b16 tiles = 512 B\n"
+              "from shared; .trans transposes B\non the way in", fc="#e5f5e0", fontsize=8)
+    _ch02_box(ax, xm + 3.4, y2, 3.0, h, "mma.sync.m16n8k16 x 2\nthe same HMMA, with the lane\nof every element "
+              "in the ISA", fc="#e5f5e0", fontsize=8)
+    _ch02_box(ax, xm + 6.7, y2, 3.0, h, "the epilogue stores registers\nwhose row and column the\nkernel can name",
+              fc="#e5f5e0", fontsize=8)
+    _ch02_box(ax, xm + 10.0, y2, 3.3, h, f"the same warp tile by hand:\n{per['step_ldsm']} ldmatrix.x4 for "
+              f"{per['step_hmma']} HMMA\n= {per['step_ldsm'] / per['step_hmma']:g} per HMMA; and the kernel owns\n"
+              "the layout (swizzle, ch. 04)", fc="#e5f5e0", fontsize=8)
+    ax.set_xlim(-0.2, 13.5)
+    ax.set_ylim(-0.75, 6.05)
+    ax.axis("off")
+    ax.set_title("What WMMA hides: fragments are opaque boxes of 32 lanes x registers; the SASS shows what fills them",
+                 fontsize=10.5)
+    return ax
+
+
+# ---- chapter 03: mma.sync -----------------------------------------------------------------------------------
+
+# ---- chapter 03: mma.sync and ldmatrix ------------------------------------------------------------------------
+
+CH03_RUNG = "03_mma_sync"
+CH03_MMA_M, CH03_MMA_N, CH03_MMA_K = 16, 8, 16   # mma.sync.m16n8k16: M x N x K
+CH03_LDSM_BYTES = 4 * 8 * 8 * 2                  # one ldmatrix.x4: four 8 x 8 matrices of b16 = 512 bytes
+CH03_BANKS, CH03_BANK_BYTES = 32, 4              # shared memory: 32 banks of 4 bytes
+CH03_ROW_BYTES = 16                              # one ldmatrix row address names 8 b16 = 16 bytes
+CH03_BF16 = 2
+CH03_QUADRANT_COLOURS = ("#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb")   # matrices 0-3 of one ldmatrix.x4
+
+
+def _ch03_consts() -> dict:
+    return build(CH03_RUNG).consts
+
+
+def _ch03_address_rows(lane_cols: int = 16) -> list[tuple[int, int]]:
+    """(row, first column) each lane's row address names in a 16 x 16 fragment, the way rung 03 issues ldmatrix:
+    recovered from the explorer's byte offsets into a row-major 16 x 16 bf16 tile."""
+    offs = ldmatrix_addresses("A", "row-major", (16, lane_cols))
+    return [(o // (lane_cols * CH03_BF16), o % (lane_cols * CH03_BF16) // CH03_BF16) for o in offs]
+
+
+# ---- 1. ldmatrix.x4: who gives the addresses, who receives the elements ----------------------------------------
+
+def fig_ldmatrix_lane_map(ax=None):
+    """One ldmatrix.x4 of A (left) and one ldmatrix.x4.trans of B (right), exactly as rung 03 issues them, over the
+    16 x 16 bf16 block each one loads. The label beside each 8-element row segment is the lane that supplies its
+    16-byte row address; the number in a cell is the lane that receives that element, and the colour says which of
+    the four matrices (hence which of the lane's four registers) it travels in. The receivers are computed by the
+    explorer's ldmatrix model and asserted equal to mma.sync's own fragment layout."""
+    from matplotlib.patches import Rectangle
+
+    ax = _axes(ax, (13.5, 7.6))
+    rows_of = _ch03_address_rows()                      # lane -> (row, column) of its row address
+    frag_a = mma_fragment("A")[0]                       # [16 m, 16 k] owner lanes
+    frag_b = mma_fragment("B")[0]                       # [16 k, 8 n] owner lanes
+    panels = [
+        (False, 0.0, "A block of one mma.sync: 16 rows (m) x 16 k, row-major in shared memory",
+         "ldmatrix.x4", "rows: m 0-15", "columns: k 0-7 | k 8-15", ["a[i][0]", "a[i][1]", "a[i][2]", "a[i][3]"],
+         "the A fragment a[i][0..3] of one m16 tile"),
+        (True, 25.0, "B block of two mma.sync: 16 k x 16 columns (n), row-major in shared memory",
+         "ldmatrix.x4.trans", "rows: k 0-15", "columns: n 0-7 | n 8-15", ["b[j][0]", "b[j][1]", "b[j+1][0]",
+                                                                          "b[j+1][1]"],
+         "the B fragments b[j][0..1] and b[j+1][0..1] of two n8 tiles"),
+    ]
+    for trans, x0, title, instr, ylab, xlab, regs, dest in panels:
+        recv = ldmatrix_x4(trans=trans)["receiver"]      # [matrix, r, c] -> receiving lane
+        block = np.zeros((16, 16), int)
+        matrix_of = np.zeros((16, 16), int)
+        for m in range(4):
+            r0, c0 = rows_of[8 * m]                       # lanes 8m..8m+7 give matrix m's rows
+            block[r0:r0 + 8, c0:c0 + 8] = recv[m]
+            matrix_of[r0:r0 + 8, c0:c0 + 8] = m
+        if trans:   # each 8-column half is the B fragment of one n8 tile
+            assert (block[:, :8] == frag_b).all() and (block[:, 8:] == frag_b).all()
+        else:
+            assert (block == frag_a).all()
+        for (r, c), ln in np.ndenumerate(block):
+            ax.add_patch(Rectangle((x0 + c, r), 1, 1, facecolor=CH03_QUADRANT_COLOURS[matrix_of[r, c]],
+                                   edgecolor="white", lw=0.8))
+            ax.text(x0 + c + 0.5, r + 0.5, str(ln), ha="center", va="center", fontsize=7)
+        # row segments (16 bytes each) and the lane that addresses them
+        for lane, (r, c) in enumerate(rows_of):
+            ax.add_patch(Rectangle((x0 + c, r), 8, 1, fill=False, edgecolor="0.25", lw=0.9))
+            left = c == 0
+            ax.text(x0 + (-0.25 if left else 16.25), r + 0.5, f"lane {lane}", ha="right" if left else "left",
+                    va="center", fontsize=7, color="tab:red")
+        ax.plot([x0 + 8, x0 + 8], [0, 16], color="black", lw=1.8)
+        ax.plot([x0, x0 + 16], [8, 8], color="black", lw=1.8)
+        ax.add_patch(Rectangle((x0, 0), 16, 16, fill=False, edgecolor="black", lw=1.8))
+        # which matrix (register) each quadrant is
+        for m in range(4):
+            r0, c0 = rows_of[8 * m]
+            y = -0.45 if r0 == 0 else 16.45
+            ax.text(x0 + c0 + 4, y, f"matrix {m} (lanes {8 * m}-{8 * m + 7})\nr[{m}] -> {regs[m]}",
+                    ha="center", va="bottom" if r0 == 0 else "top", fontsize=7.5)
+        ax.text(x0 + 8, -2.6, f"{instr}: {title.split(':')[0]}", ha="center", va="bottom", fontsize=9.5,
+                fontweight="bold")
+        ax.text(x0 + 8, 19.2, f"{ylab};  {xlab}\nthe four registers become {dest}", ha="center", va="top",
+                fontsize=8)
+    ax.set_xlim(-3.2, 25 + 16 + 3.2)
+    ax.set_ylim(20.6, -3.6)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    _clean(ax, ("top", "right", "bottom", "left"))
+    ax.set_title("ldmatrix.x4 as rung 03 issues it: lane l names row l % 16, column 8 x (l / 16) (red labels); "
+                 "the cell number is the lane\nthat receives the element: row-major for A, transposed (.trans) "
+                 "for B, in both cases exactly mma.sync's fragment layout", fontsize=10)
+    return ax
+
+
+# ---- 2. one warp's k step: how many ldmatrix.x4 and mma.sync --------------------------------------------------
+
+def fig_warp_mma_tiling(ax=None):
+    """Left: the block tile of rung 03 and its warps (from BM, BN, WM, WN). Right: one warp's tile for one 16-deep k
+    step, decomposed into m16n8k16 instructions: the A strip is loaded by MMA_M ldmatrix.x4, the B strip by
+    MMA_N / 2 ldmatrix.x4.trans (each feeds two n8 tiles), and every (i, j) pair of fragments is one mma.sync."""
+    from matplotlib.patches import Rectangle
+
+    c = _ch03_consts()
+    bm, bn, bk, wm, wn = c["BM"], c["BN"], c["BK"], c["WM"], c["WN"]
+    mma_m, mma_n = wm // CH03_MMA_M, wn // CH03_MMA_N
+    assert (mma_m, mma_n) == (c["MMA_M"], c["MMA_N"])
+    warps_m, warps_n = bm // wm, bn // wn
+    ldsm_a, ldsm_b = mma_m, mma_n // 2
+    mmas = mma_m * mma_n
+    ax = _axes(ax, (12.8, 7.4))
+
+    # left: the block tile at a reduced scale, level with the zoomed warp tile
+    s = 0.3
+    x0, y0 = bn * s + 22, 22.0
+    for w in range(warps_m * warps_n):
+        r, col = divmod(w, warps_n)
+        hot = w == 0
+        ax.add_patch(Rectangle((col * wn * s, y0 + r * wm * s), wn * s, wm * s,
+                               facecolor="#fdae6b" if hot else "0.92", edgecolor="black", lw=1.0))
+        ax.text((col + 0.5) * wn * s, y0 + (r + 0.5) * wm * s, f"warp {w}\n{wm} x {wn}", ha="center",
+                va="center", fontsize=8)
+    ax.text(bn * s / 2, y0 + bm * s + 1.5, "warp 0 (orange) is drawn enlarged\non the right, for one k step",
+            ha="center", va="top", fontsize=8.5, color="tab:orange")
+    ax.text(bn * s / 2, y0 - 2.0, f"block tile of C: {bm} x {bn}\n{warps_m * warps_n} warps ({warps_m} x {warps_n}), "
+            f"{c['THREADS']} threads", ha="center", va="bottom", fontsize=9, fontweight="bold")
+
+    # right: warp 0's tile at full scale (one unit = one element), with its A and B strips for one k step
+    ka = CH03_MMA_K
+    ax.add_patch(Rectangle((x0 - ka - 2, y0), ka, wm, facecolor="white", edgecolor="black", lw=1.0))
+    for i in range(ldsm_a):
+        y = y0 + i * CH03_MMA_M
+        ax.add_patch(Rectangle((x0 - ka - 2, y), ka, CH03_MMA_M, facecolor="#c6dbef", edgecolor="black", lw=1.0))
+        ax.text(x0 - ka / 2 - 2, y + CH03_MMA_M / 2, f"ldmatrix\n.x4\n-> a[{i}]", ha="center", va="center",
+                fontsize=7.5)
+    for jj in range(ldsm_b):
+        x = x0 + jj * 2 * CH03_MMA_N
+        ax.add_patch(Rectangle((x, y0 - ka - 2), 2 * CH03_MMA_N, ka, facecolor="#c7e9c0", edgecolor="black",
+                               lw=1.0))
+        ax.plot([x + CH03_MMA_N] * 2, [y0 - ka - 2, y0 - 2], color="0.4", lw=0.8, ls="--")
+        ax.text(x + CH03_MMA_N, y0 - ka / 2 - 2, f"ldmatrix\n.x4.trans\n-> b[{2 * jj}], b[{2 * jj + 1}]",
+                ha="center", va="center", fontsize=7.5)
+    for i in range(mma_m):
+        for j in range(mma_n):
+            x, y = x0 + j * CH03_MMA_N, y0 + i * CH03_MMA_M
+            ax.add_patch(Rectangle((x, y), CH03_MMA_N, CH03_MMA_M, facecolor="#fdd0a2", edgecolor="black", lw=1.0))
+            ax.text(x + CH03_MMA_N / 2, y + CH03_MMA_M / 2, f"mma\n({i},{j})\n#{i * mma_n + j}", ha="center",
+                    va="center", fontsize=7)
+    ax.text(x0 - ka / 2 - 2, y0 - 2.5, f"A strip\n{wm} x {ka}", ha="center", va="bottom", fontsize=8)
+    ax.text(x0 + wn + 1.0, y0 - ka / 2 - 2, f"B strip\n{ka} x {wn}", ha="left", va="center", fontsize=8)
+    ax.text(x0 + wn + 1.0, y0 + wm / 2, f"warp 0's C tile\n{wm} x {wn} fp32\n= {mma_m} x {mma_n} tiles\n"
+            f"of m16n8", ha="left", va="center", fontsize=8)
+
+    flop = mmas * 2 * CH03_MMA_M * CH03_MMA_N * CH03_MMA_K
+    smem = (ldsm_a + ldsm_b) * CH03_LDSM_BYTES
+    ax.text(x0 + wn / 2 - 8, y0 + wm + 3, f"per 16-deep k step, one warp: {ldsm_a} + {ldsm_b} = {ldsm_a + ldsm_b} "
+            f"ldmatrix.x4 and {mma_m} x {mma_n} = {mmas} mma.sync\n"
+            f"{ldsm_a + ldsm_b} x {CH03_LDSM_BYTES} B = {smem:,} B read from shared memory for {flop:,} FLOP "
+            f"({flop / smem:.1f} FLOP per byte)\n"
+            f"per k tile (BK = {bk}): {bk // ka} k steps; per block: {(ldsm_a + ldsm_b) * bk // ka * warps_m * warps_n}"
+            f" ldmatrix.x4 and {mmas * bk // ka * warps_m * warps_n} mma.sync",
+            ha="center", va="top", fontsize=8.5)
+    ax.set_xlim(-1, x0 + wn + 17)
+    ax.set_ylim(y0 + wm + 14, y0 - CH03_MMA_K - 5)
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    _clean(ax, ("top", "right", "bottom", "left"))
+    ax.set_title(f"Rung 03's tiling, from its constants: block {bm} x {bn} x {bk}, warp {wm} x {wn}, "
+                 f"one k step of m16n8k16", fontsize=10.5)
+    return ax
+
+
+# ---- 3. every phase of one ldmatrix.x4 on the 32 banks ----------------------------------------------------------
+
+def _ch03_bank_rows(operand: str, tile) -> tuple[np.ndarray, list[int]]:
+    """[4 phases, 32 banks]: how many different 16-byte rows of each phase of one ldmatrix.x4 fall on each bank
+    (0 = idle), and the wavefronts each phase needs (the explorer's slot rule)."""
+    addrs = ldmatrix_addresses(operand, "row-major", tile)
+    load = np.zeros((4, CH03_BANKS), int)
+    fronts = []
+    for p in range(4):
+        phase = addrs[8 * p: 8 * p + 8]
+        for a in set(phase):
+            bank = a // CH03_BANK_BYTES % CH03_BANKS
+            load[p, bank: bank + CH03_ROW_BYTES // CH03_BANK_BYTES] += 1
+        fronts.append(wavefronts(phase))
+        assert load[p].max() == fronts[-1]
+    return load, fronts
+
+
+def fig_ldmatrix_bank_heat(ax=None):
+    """Heat map, one row per phase of one ldmatrix.x4 (A) and one ldmatrix.x4.trans (B) of rung 03, one column per
+    bank: how many different 16-byte rows that bank must deliver in that phase. The hottest bank of a phase is its
+    wavefront count; on the right, the whole k tile of one block, from the kernel's constants."""
+    import matplotlib.pyplot as plt
+
+    c = _ch03_consts()
+    tiles = {"A": (c["BM"], c["BK"]), "B": (c["BK"], c["BN"])}
+    ax = _axes(ax, (13.0, 5.4))
+    grid, labels, fronts_all = [], [], []
+    per_x4 = {}
+    for operand in ("A", "B"):
+        load, fronts = _ch03_bank_rows(operand, tiles[operand])
+        # the chapter's averages over every ldmatrix the warp issues must agree with this one instruction
+        assert abs(conflict_degree(operand, "row-major", tiles[operand]) - np.mean(fronts)) < 1e-9
+        per_x4[operand] = sum(fronts)
+        if grid:
+            grid.append(np.full(CH03_BANKS, np.nan))
+            labels.append("")
+            fronts_all.append(None)
+        cols = tiles[operand][1]
+        addrs = ldmatrix_addresses(operand, "row-major", tiles[operand])
+        for p in range(4):
+            grid.append(load[p])
+            r0, c0 = addrs[8 * p] // (cols * CH03_BF16), addrs[8 * p] % (cols * CH03_BF16) // CH03_BF16
+            what = f"rows {r0}-{r0 + 7}, k {c0}-{c0 + 7}" if operand == "A" else f"k {r0}-{r0 + 7}, n {c0}-{c0 + 7}"
+            labels.append(f"{operand} phase {p}: lanes {8 * p}-{8 * p + 7}, {what}")
+            fronts_all.append(fronts[p])
+    grid = np.array(grid, float)
+    cmap = plt.get_cmap("YlOrRd").copy()
+    cmap.set_bad("0.94")                                   # an idle bank
+    im = ax.imshow(np.ma.masked_invalid(np.where(grid == 0, np.nan, grid)), cmap=cmap, vmin=0, vmax=8,
+                   aspect="auto")
+    gap = labels.index("")
+    ax.axhspan(gap - 0.5, gap + 0.5, color="white", zorder=2)
+    for (r, b), v in np.ndenumerate(grid):
+        if not np.isnan(v):
+            ax.text(b, r, f"{int(v)}" if v else "", ha="center", va="center", fontsize=7.5,
+                    color="white" if v >= 6 else "black")
+    for r, f in enumerate(fronts_all):
+        if f is not None:
+            ax.text(CH03_BANKS - 0.2, r, f"  {f} wavefronts, {CH03_BANKS - int((grid[r] > 0).sum())} banks idle",
+                    ha="left", va="center", fontsize=8.5)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8.5)
+    ax.set_xticks(range(0, CH03_BANKS, 4), [f"{b}" for b in range(0, CH03_BANKS, 4)], fontsize=8)
+    ax.set_xlabel("bank (4 bytes each; a 16-byte row address covers 4 consecutive banks; grey = idle)", fontsize=9)
+    ax.tick_params(length=0)
+    for b in range(0, CH03_BANKS + 1, 4):
+        ax.axvline(b - 0.5, color="0.6", lw=0.6)
+    cb = plt.colorbar(im, ax=ax, fraction=0.02, pad=0.2)
+    cb.set_label("different rows on this bank", fontsize=8.5)
+
+    warps = c["THREADS"] // 32
+    steps = c["BK"] // CH03_MMA_K
+    n_a, n_b = c["MMA_M"] * steps * warps, c["MMA_N"] // 2 * steps * warps
+    total = n_a * per_x4["A"] + n_b * per_x4["B"]
+    ideal = (n_a + n_b) * 4
+    ra, rb = c["BK"] * CH03_BF16, c["BN"] * CH03_BF16
+    ax.set_title(f"Rung 03, unswizzled: every phase of one ldmatrix.x4 on the 32 banks. A rows are {ra} B apart, "
+                 f"B rows {rb} B\nper k tile the block issues {n_a} x4 of A and {n_b} x4.trans of B: "
+                 f"{n_a} x {per_x4['A']} + {n_b} x {per_x4['B']} = {total:,} wavefronts where {ideal} would do "
+                 f"({total / ideal:.2f}x)", fontsize=10)
+    return ax
 
 
 # ---- chapter 04: swizzle ------------------------------------------------------------------------------------
@@ -1543,4 +2125,336 @@ def fig_consumer_registers(ax=None):
                   "hatched: allowed but unused; thick tick: the cap", fontsize=8.5)
     _clean(ax)
     ax.set_title("What a thread actually holds: 128 accumulators plus about two dozen others", fontsize=10)
+    return ax
+
+
+# ---- chapter 10: the chip as the unit --------------------------------------------------------------------------
+
+CH10_RUNG = "10_beyond_cublas"
+CH10_CLUSTERS = 66            # the recorded grid on the H100 (results "grids"); used only if nothing is recorded
+CH10_KIB = 1024
+CH10_RANK_COLOURS = ("#1f77b4", "#2ca02c")    # what CTA rank 0 / rank 1 asks L2 for
+CH10_WAVE_CMAP = "YlGnBu_r"
+
+
+def _ch10_consts() -> dict:
+    return build(CH10_RUNG).consts
+
+
+def _ch10_clusters() -> int:
+    """Clusters the persistent grid launches: the recorded driver count if there is one, else the H100's 66."""
+    from .ladder import NotRecorded, recorded_entry
+    try:
+        return int(recorded_entry("grids", CH10_RUNG)["clusters"])
+    except (NotRecorded, KeyError):
+        return CH10_CLUSTERS
+
+
+def _ch10_tile_origin(t: int, tiles_m: int, tiles_n: int, schedule: int, group_m: int) -> tuple[int, int]:
+    """The kernel's tile_origin(), in Python: schedule index t -> (tile row tm, tile column tn) of cluster tiles."""
+    if schedule == 0:
+        return t // tiles_n, t % tiles_n
+    per_group = group_m * tiles_n
+    group = t // per_group
+    first = group * group_m
+    rows = min(tiles_m - first, group_m)
+    i = t - group * per_group
+    return first + i % rows, i // rows
+
+
+def _ch10_schedule(n: int, schedule: int, clusters: int, c: dict) -> dict:
+    """Every cluster tile of an N x N C: the schedule index t that lands on it, the cluster that computes it
+    (cluster j takes t = j, j + clusters, ...: first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER)
+    and the wave t // clusters it is computed in."""
+    tiles_m, tiles_n = n // c["CLUSTER_BM"], n // c["BN"]
+    order = np.full((tiles_m, tiles_n), -1)
+    for t in range(tiles_m * tiles_n):
+        tm, tn = _ch10_tile_origin(t, tiles_m, tiles_n, schedule, c["GROUP_M"])
+        assert order[tm, tn] == -1, "the schedule must visit every tile once"
+        order[tm, tn] = t
+    assert (order >= 0).all()
+    return {"order": order, "cluster": order % clusters, "wave": order // clusters, "tiles_m": tiles_m,
+            "tiles_n": tiles_n}
+
+
+def fig_persistent_schedule(ax=None, sizes=(4096, 3072)):
+    """One panel per (N, order): each cell is a 256 x 256 cluster tile of C (rank 0 computes its top 128 rows, rank 1
+    the bottom 128), labelled with the cluster that computes it and coloured by the wave it is computed in; the
+    first wave is outlined. Row by row (SCHEDULE 0) against grouped (SCHEDULE 1, GROUP_M tile rows per group)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
+
+    c = _ch10_consts()
+    clusters = _ch10_clusters()
+    gm = c["GROUP_M"]
+    most = max(waves(n, n, c["CLUSTER_BM"], c["BN"], clusters)["busiest"] for n in sizes)
+    cmap = plt.get_cmap(CH10_WAVE_CMAP)
+    colours = [cmap(0.08 + 0.84 * w / max(most - 1, 1)) for w in range(most)]
+    big = max(n // c["BN"] for n in sizes)
+    gap_x, gap_y = 3.0, 5.2
+    ax = _axes(ax, (12.5, 6.9 * len(sizes)))
+    y0 = 0.0
+    for n in sizes:
+        w = waves(n, n, c["CLUSTER_BM"], c["BN"], clusters)
+        for col, (schedule, name) in enumerate(((0, "row by row (SCHEDULE 0)"),
+                                                (1, f"grouped (SCHEDULE 1, GROUP_M {gm})"))):
+            s = _ch10_schedule(n, schedule, clusters, c)
+            assert s["wave"].max() + 1 == w["busiest"]
+            x0 = col * (big + gap_x)
+            tm_n, tn_n = s["tiles_m"], s["tiles_n"]
+            for tm in range(tm_n):
+                for tn in range(tn_n):
+                    wave = s["wave"][tm, tn]
+                    fc = colours[wave]
+                    ax.add_patch(Rectangle((x0 + tn, y0 + tm), 1, 1, fc=fc, ec="white", lw=0.6))
+                    lum = 0.299 * fc[0] + 0.587 * fc[1] + 0.114 * fc[2]
+                    ax.text(x0 + tn + 0.5, y0 + tm + 0.53, str(s["cluster"][tm, tn]), ha="center", va="center",
+                            fontsize=6.3, color="black" if lum > 0.55 else "white")
+            # outline the first wave: every cell edge whose neighbour is not in wave 0
+            first = s["wave"] == 0
+            for tm in range(tm_n):
+                for tn in range(tn_n):
+                    if not first[tm, tn]:
+                        continue
+                    x, y = x0 + tn, y0 + tm
+                    if tm == 0 or not first[tm - 1, tn]:
+                        ax.plot([x, x + 1], [y, y], color="crimson", lw=2.2)
+                    if tm == tm_n - 1 or not first[tm + 1, tn]:
+                        ax.plot([x, x + 1], [y + 1, y + 1], color="crimson", lw=2.2)
+                    if tn == 0 or not first[tm, tn - 1]:
+                        ax.plot([x, x], [y, y + 1], color="crimson", lw=2.2)
+                    if tn == tn_n - 1 or not first[tm, tn + 1]:
+                        ax.plot([x + 1, x + 1], [y, y + 1], color="crimson", lw=2.2)
+            rows = np.unique(np.nonzero(first)[0]).size
+            cols = np.unique(np.nonzero(first)[1]).size
+            ax.text(x0, y0 - 1.75, f"N = {n}, {name}", fontsize=10, weight="bold", ha="left", va="center")
+            ax.text(x0, y0 - 0.75, f"wave 0 spans {rows} tile rows of A and {cols} tile columns of B",
+                    fontsize=8.5, ha="left", va="center", color="crimson")
+            for tn in range(0, tn_n, 4 if tn_n > 12 else 3):
+                ax.text(x0 + tn + 0.5, y0 + tm_n + 0.45, str(tn), ha="center", va="center", fontsize=7,
+                        color="dimgray")
+            for tm in range(0, tm_n, 4 if tm_n > 12 else 3):
+                ax.text(x0 - 0.35, y0 + tm + 0.5, str(tm), ha="right", va="center", fontsize=7, color="dimgray")
+        last = w["tiles"] - (w["busiest"] - 1) * clusters
+        ax.text(2 * big + gap_x, y0 + s["tiles_m"] + 1.25,
+                f"{w['tiles']} cluster tiles on {clusters} clusters: {w['busiest']} waves, the last with {last} tiles "
+                f"({clusters - last} clusters idle), busy {w['efficiency']:.0%} of the time",
+                fontsize=8.5, ha="right", va="center")
+        y0 += s["tiles_m"] + gap_y
+    top = max(waves(n, n, c["CLUSTER_BM"], c["BN"], clusters)["tiles"] for n in sizes)
+    handles = [Patch(color=colours[k], label=f"wave {k}: schedule indices {k * clusters}-"
+                     f"{min((k + 1) * clusters, top) - 1}") for k in range(most)]
+    handles.append(Patch(fc="none", ec="crimson", lw=2, label="the first wave"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8.5,
+              frameon=False)
+    ax.set_xlim(-1.2, 2 * big + gap_x + 0.3)
+    ax.set_ylim(y0 - gap_y + 2.0, -2.4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"Which of the {clusters} clusters computes which {c['CLUSTER_BM']} x {c['BN']} tile of C "
+                 f"(the number in the cell), and in which wave\n"
+                 f"cluster j takes schedule indices j, j + {clusters}, j + {2 * clusters}, ...; tile rows down, "
+                 f"tile columns across", fontsize=10.5)
+    return ax
+
+
+def fig_cluster_multicast(ax=None):
+    """One k tile of a cluster of two: each CTA asks L2 for its own A rows and half of the shared B slice; the
+    multicast writes each half of B into both CTAs' shared memory, at the same offset, and completes its bytes on
+    both CTAs' full barriers. Bottom: bytes per CTA per k tile, asked of L2 against landed in shared memory."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
+
+    c = _ch10_consts()
+    bm, bn, bk, cl = c["BM"], c["BN"], c["BK"], c["CLUSTER"]
+    half = c["B_BOX_ROWS"]
+    a_kib, h_kib = bm * bk * 2 // CH10_KIB, half * bk * 2 // CH10_KIB
+    ax = _axes(ax, (13.0, 11.0))
+    blue, green = CH10_RANK_COLOURS
+    box_kw = dict(boxstyle="round,pad=0.02,rounding_size=0.25")
+
+    def block(x, y, w, h, colour, text, fs=8.5, alpha=0.28):
+        ax.add_patch(Rectangle((x, y), w, h, fc=colour, ec=colour, alpha=alpha, lw=0))
+        ax.add_patch(Rectangle((x, y), w, h, fc="none", ec=colour, lw=1.5))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fs)
+
+    def arrow(p, q, colour, rad=0.0, lw=1.8, ls="-"):
+        ax.add_patch(FancyArrowPatch(p, q, arrowstyle="-|>", mutation_scale=15, color=colour, lw=lw, ls=ls,
+                                     connectionstyle=f"arc3,rad={rad}", shrinkA=1, shrinkB=1))
+
+    # --- L2 on the left: each CTA's A rows and the shared B slice, each piece coloured by the CTA that asks for it
+    ax.add_patch(FancyBboxPatch((0.0, -0.2), 8.0, 17.0, fc="0.96", ec="0.6", lw=1.0, **box_kw))
+    ax.text(4.0, 16.2, "L2 (global memory behind it)", ha="center", fontsize=10, weight="bold")
+    block(0.7, 13.2, 6.6, 1.8, blue, f"A rows row0 + 0-{bm - 1}\n[{bm}, {bk}] bf16, {a_kib} KiB, rank 0 asks")
+    block(0.7, 8.2, 6.6, 1.8, blue, f"Bt rows col0 + 0-{half - 1}: {h_kib} KiB\nrank 0 asks, multicast mask 0b11")
+    block(0.7, 6.4, 6.6, 1.8, green, f"Bt rows col0 + {half}-{bn - 1}: {h_kib} KiB\nrank 1 asks, multicast mask 0b11")
+    ax.text(4.0, 10.25, f"the shared slice Bt [{bn}, {bk}] bf16", ha="center", va="bottom", fontsize=8,
+            color="dimgray")
+    block(0.7, 0.5, 6.6, 1.8, green, f"A rows row0 + {bm}-{2 * bm - 1}\n[{bm}, {bk}] bf16, {a_kib} KiB, "
+          f"rank 1 asks")
+
+    # --- the two CTAs on the right, one ring slot each; B sits on the side facing the other CTA
+    ledger = (f"full[s] expects\n{c['TX_BYTES']:,} B:\n{a_kib} KiB of A\n+ 2 x {h_kib} KiB of B\n\n"
+              f"empty[s] waits for\n{c['CONSUMERS'] * cl} arrivals:\n{c['CONSUMERS']} consumers x {cl} CTAs\n"
+              f"(the partner\nwrites here too)")
+    for rank, (y0, a_y, b_y) in enumerate(((8.6, 13.2, 9.0), (-0.2, 0.5, 3.3))):
+        colour = CH10_RANK_COLOURS[rank]
+        ax.add_patch(FancyBboxPatch((13.0, y0), 12.6, 8.2, fc="white", ec=colour, lw=2.0, **box_kw))
+        ax.text(19.3, y0 + 7.7, f"CTA rank {rank} (its own SM): shared memory, ring slot s", ha="center",
+                fontsize=9.5, weight="bold", color=colour)
+        block(14.0, a_y, 6.2, 1.8, colour, f"A [{bm}, {bk}], {a_kib} KiB: its own rows")
+        block(14.0, b_y + 1.8, 6.2, 1.8, blue, f"B rows 0-{half - 1}, {h_kib} KiB\nwritten by rank 0's copy")
+        block(14.0, b_y, 6.2, 1.8, green, f"B rows {half}-{bn - 1}, {h_kib} KiB\nwritten by rank 1's copy")
+        ax.text(20.7, y0 + 3.7, ledger, ha="left", va="center", fontsize=8)
+    # A: unicast, each CTA its own rows
+    arrow((7.3, 14.1), (14.0, 14.1), blue, lw=2.2)
+    arrow((7.3, 1.4), (14.0, 1.4), green, lw=2.2)
+    ax.text(10.6, 14.35, "its own A: one CTA", ha="center", va="bottom", fontsize=8, color=blue)
+    ax.text(10.6, 1.65, "its own A: one CTA", ha="center", va="bottom", fontsize=8, color=green)
+    # B halves: one read from L2, two writes (one per CTA, at the same offset in each)
+    arrow((7.3, 9.5), (14.0, 11.7), blue)
+    arrow((7.3, 8.7), (14.0, 6.0), blue)
+    arrow((7.3, 7.7), (14.0, 9.9), green)
+    arrow((7.3, 6.9), (14.0, 4.2), green)
+    ax.text(10.5, 3.6, "multicast: each half of B is\nread from L2 once and written\ninto both CTAs, "
+            "at the same\noffset, counted on both full[s]", ha="center", va="center", fontsize=8.2)
+
+    # --- bytes per CTA per k tile, from the explorer
+    scale = 16.0 / l2_bytes_per_k_tile(bm, bn, bk, 1)["landed"]
+    ax.text(0.0, -1.2, "bytes per CTA per k tile (helpers.explore.l2_bytes_per_k_tile)", fontsize=9.5,
+            weight="bold", va="center")
+    y = -2.1
+    for size in (1, cl):
+        t = l2_bytes_per_k_tile(bm, bn, bk, size)
+        for what, value, colour in (("asked of L2", t["requested"], "0.35"),
+                                    ("landed in shared memory", t["landed"], "0.75")):
+            ax.add_patch(Rectangle((7.0, y - 0.32), value * scale, 0.64, fc=colour, ec="none"))
+            note = f"   ({t['saved']:.0%} fewer)" if what == "asked of L2" and t["saved"] > 0 else ""
+            ax.text(7.0 + value * scale + 0.2, y, f"{value:,} B{note}", va="center", fontsize=8.5,
+                    weight="bold" if note else "normal")
+            ax.text(6.8, y, f"cluster of {size}: {what}", ha="right", va="center", fontsize=8.5)
+            y -= 0.85
+        y -= 0.25
+    ax.set(xlim=(-0.5, 26.0), ylim=(y, 17.0))
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax
+
+
+def _ch10_epilogue_events(chunks: int, write: float = 3.0, fence: float = 0.5, bar: float = 0.35,
+                          issue: float = 0.45, read: float = 5.8, drain: float = 2.4) -> dict:
+    """Schematic times (made-up units) of one consumer warpgroup's epilogue in the kernel's order, per chunk q:
+    thread 0 waits with wait_group.read 1 (store q - 2 has read its buffer), named barrier (the other 127 threads
+    wait there), all 128 threads write chunk q to buffer q % 2, each fences, named barrier, thread 0 issues the TMA
+    store and commits its bulk group. The read is drawn longer than the writes so that one wait shows."""
+    ev = {"wait": [], "bar": [], "bar_t0": [], "write": [], "fence": [], "issue": [], "read": [], "drain": []}
+    now = 0.0          # thread 0 is ready for the next chunk
+    arrive = 0.0       # the other threads reach the first named barrier of the next chunk
+    for q in range(chunks):
+        free = ev["read"][q - 2][1] if q >= 2 else now
+        done_wait = max(now, free)
+        ev["wait"].append((q, now, done_wait))
+        ev["bar"].append((q, arrive, done_wait + bar))
+        ev["bar_t0"].append((q, done_wait, done_wait + bar))
+        t = done_wait + bar
+        ev["write"].append((q, t, t + write))
+        t += write
+        ev["fence"].append((q, t, t + fence))
+        t += fence
+        ev["bar"].append((q, t, t + bar))
+        ev["bar_t0"].append((q, t, t + bar))
+        t += bar
+        arrive = t
+        ev["issue"].append((q, t, t + issue))
+        t += issue
+        ev["read"].append((t, t + read))
+        ev["drain"].append((t + 0.4 * read, t + read + drain))
+        now = t
+    ev["end"] = arrive
+    return ev
+
+
+def fig_tma_store_epilogue(ax=None):
+    """A schematic timeline (durations made up, order exact) of one consumer warpgroup writing its 64 x BN slice
+    of C: BN / C_CHUNK chunks through two shared buffers, with the kernel's fence, named barriers, TMA store,
+    commit and bulk-group waits. Arrows mark the waits that protect a buffer from being rewritten too early."""
+    from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
+
+    c = _ch10_consts()
+    chunks = c["BN"] // c["C_CHUNK"]
+    per_thread = 64 * c["C_CHUNK"] // 128 // 2        # bf16x2 stores per thread per chunk
+    ev = _ch10_epilogue_events(chunks)
+    lanes = {"threads": 4.0, "t0": 3.0, "buf0": 2.0, "buf1": 1.0, "global": 0.0}
+    colours = {"write": "#4c72b0", "fence": "#dd8452", "bar": "0.55", "wait": "#c44e52", "issue": "black",
+               "read": "#8172b3", "drain": "#8172b3", "next": "0.85"}
+    h = 0.56
+    ax = _axes(ax, (14.0, 5.6))
+
+    def seg(lane, t0, t1, kind, text="", hatch=None, fc=None, tc="white"):
+        y = lanes[lane]
+        ax.add_patch(Rectangle((t0, y - h / 2), max(t1 - t0, 0.04), h, fc=fc or colours[kind], ec="white",
+                               lw=0.5, hatch=hatch, alpha=0.55 if hatch else 1.0))
+        if text:
+            ax.text((t0 + t1) / 2, y, text, ha="center", va="center", fontsize=7.6, color=tc)
+
+    for q, t0, t1 in ev["write"]:
+        seg("threads", t0, t1, "write", f"write chunk {q}\n-> buffer {q % 2}")
+        seg(f"buf{q % 2}", t0, t1, "write", f"chunk {q}: st.shared")
+    for q, t0, t1 in ev["fence"]:
+        seg("threads", t0, t1, "fence")
+    for q, t0, t1 in ev["bar"]:
+        seg("threads", t0, t1, "bar")
+    for q, t0, t1 in ev["bar_t0"]:
+        seg("t0", t0, t1, "bar")
+    for q, t0, t1 in ev["wait"]:
+        if t1 - t0 > 0.05:
+            seg("t0", t0, t1, "wait", "wait")
+        else:
+            ax.plot([t0, t0], [lanes["t0"] - h / 2, lanes["t0"] + h / 2], color=colours["wait"], lw=2.2)
+    for q, t0, t1 in ev["issue"]:
+        seg("t0", t0, t1, "issue")
+        ax.text((t0 + t1) / 2, lanes["t0"] + h / 2 + 0.08, f"store {q}\n+ commit", ha="center", va="bottom",
+                fontsize=7)
+    for q, (t0, t1) in enumerate(ev["read"]):
+        seg(f"buf{q % 2}", t0, t1, "read", f"TMA reads chunk {q}")
+    for q, (t0, t1) in enumerate(ev["drain"]):
+        y = lanes["global"] + (0.12 if q % 2 else -0.12)
+        ax.add_patch(Rectangle((t0, y - h / 4), t1 - t0, h / 2, fc=colours["drain"], alpha=0.45, ec="white",
+                               hatch="///"))
+        ax.text(t1 + 0.1, y, f"{q}", va="center", fontsize=7, color="dimgray")
+    # the reuse rule: store q - 2 must have read its buffer before chunk q is written there
+    for q, t0, t1 in ev["wait"]:
+        if q >= 2:
+            r_end = ev["read"][q - 2][1]
+            ax.add_patch(FancyArrowPatch((r_end, lanes[f"buf{q % 2}"] + h / 2), (t1, lanes["t0"] - h / 2),
+                                         arrowstyle="-|>", mutation_scale=12, color=colours["wait"], lw=1.3,
+                                         connectionstyle="arc3,rad=0.0"))
+    # after the last chunk: the next tile's k loop, or, after the block's last tile, wait_group 0
+    end, tail = ev["end"], max(t1 for _, t1 in ev["drain"])
+    t0_end = ev["issue"][-1][2]
+    seg("threads", end, end + 7.0, "next", "next tile: k loop (wgmma)", fc=colours["next"], tc="black")
+    seg("t0", t0_end, tail, "wait", hatch="xx", fc=colours["wait"])
+    ax.text((t0_end + tail) / 2, lanes["t0"], "last tile only: wait_group 0\n(reads and writes done), then exit",
+            ha="center", va="center", fontsize=7.5, color="black",
+            bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.6))
+    names = {"threads": "all 128 threads\nof consumer c", "t0": "thread 0: writes too,\nand issues the stores",
+             "buf0": f"buffer 0\n({c['C_BUFFER_BYTES'] // CH10_KIB} KiB)",
+             "buf1": f"buffer 1\n({c['C_BUFFER_BYTES'] // CH10_KIB} KiB)",
+             "global": "copy engine:\nwrites to C in global"}
+    for lane, y in lanes.items():
+        ax.text(-0.4, y, names[lane], ha="right", va="center", fontsize=8.5)
+    handles = [Patch(color=colours["write"], label=f"st.shared: {per_thread} bf16x2 per thread per chunk"),
+               Patch(color=colours["fence"], label="fence.proxy.async.shared::cta (every writer)"),
+               Patch(color=colours["bar"], label="bar.sync on the warpgroup's named barrier"),
+               Patch(color=colours["issue"], label="cp.async.bulk.tensor store + commit_group"),
+               Patch(color=colours["wait"], label="cp.async.bulk.wait_group.read 1 (red tick: returns at once)"),
+               Patch(color=colours["read"], label="the store reads its buffer"),
+               Patch(fc=colours["drain"], alpha=0.45, hatch="///", label="its writes reach C later")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=8,
+              frameon=False)
+    ax.set(xlim=(-0.2, max(end + 7.0, tail) + 0.6), ylim=(-0.55, 5.05), yticks=[], xticks=[])
+    for side in ("left", "right", "top", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"Schematic, not to scale: one consumer's epilogue, {c['BN']} / {c['C_CHUNK']} = {chunks} chunks of "
+                 f"[64, {c['C_CHUNK']}] bf16 through 2 buffers\nthe order is the kernel's; red arrows: "
+                 f"a buffer is rewritten only after the store two chunks back has read it", fontsize=10)
     return ax

@@ -235,3 +235,29 @@ def test_chapter_09_compares_rungs_as_the_run_measured(data):
     share = lambda s: sum(w / c for w, c in zip(s["wait_for_data_cycles"], s["cycles_per_tile"])) / 2  # noqa: E731
     assert "much smaller share of each tile than in rung 08" in " ".join(ch09.split())
     assert share(s09) < 0.55 * share(s08), (share(s09), share(s08))  # about half as much waiting per tile
+
+
+def test_chapters_02_and_03_compare_rungs_as_the_run_measured(data):
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    c = data["ceilings"]
+    sizes = (4096, 8192)
+    ch02 = " ".join(_markdown("02_wmma.ipynb").split())
+    assert "The naive rung is slower than chapter 01's warptiled FP32 kernel at both sizes" in ch02
+    assert all(t("02_wmma_naive", n) < t("01_warptiled", n) for n in sizes)
+    assert "more than four times faster than the naive one" in ch02
+    assert all(t("02_wmma_smem", n) / t("02_wmma_naive", n) > 4 for n in sizes)
+    assert "nearly three times faster than the warptiled rung" in ch02
+    assert all(2.6 <= t("02_wmma_smem", n) / t("01_warptiled", n) < 3 for n in sizes)
+    assert "more than twice chapter 00's FFMA probe" in ch02
+    assert all(t("02_wmma_smem", n) > 2 * c["ffma_peak"]["value"] for n in sizes)
+    assert "about a fifth" in ch02 and all(0.17 <= t("02_wmma_smem", n) / c["hmma_peak"]["value"] <= 0.23 for n in sizes)
+    assert "Its first kernel is still slower than this padded rung" in ch02
+    ch03 = " ".join(_markdown("03_mma_sync.ipynb").split())
+    assert "rung 03 is slower than padded WMMA at N = 4096" in ch03 and t("03_mma_sync", 4096) < t("02_wmma_smem", 4096)
+    assert all(t("03_mma_sync", n) < t("02_wmma_smem", n) for n in sizes)
+    assert "practically the same rate at both sizes" in ch03
+    assert abs(t("03_mma_sync", 8192) / t("03_mma_sync", 4096) - 1) < 0.01
+    ceiling = 2 * 128 * 128 * 32 / 2176 * 132 * 1.98e9 / 1e12  # the napkin's shared-memory bound, TFLOP/s
+    assert "126 TFLOP/s" in ch03 and round(ceiling) == 126 and all(t("03_mma_sync", n) < ceiling for n in sizes)
+    bc = data["bank_conflicts"]["03_mma_sync"]
+    assert abs(bc["measured_degree"] - bc["computed_degree"]) < 0.01
