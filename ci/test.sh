@@ -17,5 +17,6 @@ rm -rf _build
 GEMM_LADDER_REPLAY=1 python3 -m helpers ladder --n 4096 8192 --plot images/climb.png --json > /dev/null
 jupyter-book build . -W --keep-going -q
 test -s _build/html/index.html && echo "book built: _build/html/index.html"
-# The built site in a real headless Chromium: pages load, figures render, internal links resolve.
-python3 -m pytest -p no:cacheprovider -q ci/test_book.py
+# The built site in a real headless Chromium: pages load, figures render, internal links resolve. Then a reader's
+# JupyterLab: chapter 01 opened, every cell run in replay mode, the explorer widget moved and redrawn.
+python3 -m pytest -p no:cacheprovider -q ci/test_book.py ci/test_lab.py

@@ -1,0 +1,137 @@
+"""A reader's JupyterLab in headless Chromium: chapter 01 opened, every cell run in replay mode, the explorer moved.
+
+Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
+recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the recorded H100 numbers
+as it would on a laptop. The test runs all cells, checks that none raised and that the replay banner shows, then
+changes the explorer's N and checks that the widget redrew (a new figure, and the rungs not measured at that N
+named in a line).
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_book import browser  # noqa: F401 - the same headless Chromium fixture as the book test
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTER = "chapters/01_fp32_simt.ipynb"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    scratch = Path(tempfile.mkdtemp(prefix="gemm-ladder-lab-"))
+    for name in ("helpers", "kernels", "results"):
+        shutil.copytree(ROOT / name, scratch / name)
+    (scratch / "chapters").mkdir()
+    shutil.copy(ROOT / CHAPTER, scratch / CHAPTER)
+    port = _free_port()
+    env = {**os.environ, "GEMM_LADDER_REPLAY": "1", "PYTHONPATH": str(scratch)}
+    env.pop("MPLBACKEND", None)  # ci/test.sh sets Agg for the other tests; a notebook kernel draws inline
+    log = open(scratch / "lab.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+                             "--ServerApp.token=", "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True",
+                             "--LabApp.expose_app_in_browser=True", "--allow-root", f"--ServerApp.root_dir={scratch}"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):  # JupyterLab starts in a few seconds; give a slow CI machine a minute
+            try:
+                urllib.request.urlopen(f"{url}/api/status", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"JupyterLab exited: {(scratch / 'lab.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"JupyterLab did not start: {(scratch / 'lab.log').read_text()[-2000:]}")
+        yield url, scratch
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _wait(browser, script: str, timeout: float, what: str):
+    end = time.time() + timeout
+    while time.time() < end:
+        got = browser.execute_script(script)
+        if got:
+            return got
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+KERNEL_IDLE = """
+const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+return k && k.status === 'idle' && !!w.content;
+"""
+ALL_RAN = """
+const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')].map(p => p.textContent);
+return prompts.length > 0 && !prompts.some(p => p.includes('*')) && prompts.filter(p => /\\[\\d+\\]/.test(p)).length;
+"""
+
+
+def test_a_reader_runs_chapter_01_and_moves_the_explorer(lab, browser):  # noqa: F811
+    from selenium.webdriver.support.ui import Select
+    url, _ = lab
+    browser.get(f"{url}/lab/tree/{CHAPTER}")
+    _wait(browser, KERNEL_IDLE, 120, "the notebook to open with an idle kernel")
+    code_cells = browser.execute_script("return window.jupyterapp.shell.currentWidget.content.widgets"
+                                        ".filter(c => c.model.type === 'code').length")
+    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    time.sleep(2)
+    _wait(browser, ALL_RAN, 240, "every cell to run")
+    _wait(browser, KERNEL_IDLE, 240, "the kernel to finish")
+    ran = browser.execute_script(ALL_RAN)
+    assert ran == code_cells, f"{ran} of {code_cells} code cells ran"
+    # JupyterLab draws only the cells near the viewport, so read what ran from the notebook's model, not the page.
+    outputs = browser.execute_script("""
+        const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+        const out = [];
+        for (let i = 0; i < cells.length; i++) {
+            const c = cells.get(i);
+            if (c.type === 'code') out.push(JSON.stringify(c.outputs.toJSON()));
+        }
+        return out;""")
+    errors = [o for o in outputs if '"output_type":"error"' in o]
+    assert not errors, errors[:1]
+    assert any("<b>REPLAY</b>:" in o for o in outputs), "the replay banner is missing after running the cells"
+    explorer = browser.execute_script("""
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('explore_ladder('));
+        nb.activeCellIndex = i;
+        nb.scrollToItem(i, 'center');
+        return i;""")
+    assert explorer > 0, "no explorer cell in chapter 01"
+    _wait(browser, "return document.querySelectorAll('.jupyter-widgets select').length >= 2", 30,
+          "the explorer's widgets to render")
+    # The explorer: a Dropdown for N and a multi-select of rungs; choosing N=8192 must redraw below them.
+    selects = browser.find_elements("css selector", ".jupyter-widgets select")
+    size = Select(selects[0])
+    options = [o.text for o in size.options]
+    assert "8192" in options, options
+    before = browser.execute_script("return document.querySelectorAll('.jupyter-widgets img').length")
+    size.select_by_visible_text("8192")
+    _wait(browser, f"return document.querySelectorAll('.jupyter-widgets img').length > {before}", 60,
+          "the explorer to draw its figure for N=8192")
+    text = browser.execute_script("return [...document.querySelectorAll('.jupyter-widgets .jp-OutputArea')]"
+                                  ".map(e => e.innerText).join('\\n')")
+    assert "not measured at N=8192: 01_naive, 01_coalesced, 01_smem_tiled" in text, text[:500]
