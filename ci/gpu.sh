@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
-#   bash ci/gpu.sh [tests] [sanitize] [ceilings] [crosscheck] [banks] [l2] [tune] [ladder] [notebooks] [prune]
-#   (default: all but tune). Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
+#   bash ci/gpu.sh [tests] [sanitize] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
+#   (default: all of them; chapter 10 replays what `tune` records). A 10-minute call fits about half: run
+#   `ceilings crosscheck banks l2 ladder tune`, then `notebooks prune`, then `tests sanitize`, with one GEMM_LADDER_RUN,
+#   copying results/ back into the tree between calls. Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
 # Every process shares one run id (GEMM_LADDER_RUN; set it yourself to continue a run across calls): a row or
 # ceiling measured once in the run is reused by every chapter, so the book shows one coherent set of numbers.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}; mkdir -p "$OUT"
 LOGS=$(mktemp -d)  # logs travel inside recorded.tgz: the device tool returns at most 8 files
-steps=${*:-tests sanitize ceilings crosscheck banks l2 ladder notebooks prune}
+steps=${*:-tests sanitize ceilings crosscheck banks l2 ladder tune notebooks prune}
 export GEMM_LADDER_RUN=${GEMM_LADDER_RUN:-$(date -u +%Y-%m-%dT%H:%MZ)}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 echo "run $GEMM_LADDER_RUN"
