@@ -121,3 +121,13 @@ def test_a_split_past_the_pool_is_refused_at_compile_time():
     r = rung("09_setmaxnreg")
     with pytest.raises(CompileError, match="given at launch"):
         build(r, source=apply_config(r.path.read_text(), {"PRODUCER_REGS": 32}))
+
+
+def test_chapter_01_register_tile_limits_are_what_ptxas_reports():
+    # Chapter 01's common mistakes: a 16 x 8 patch per thread still fits, a 16 x 16 patch (256 accumulators) spills.
+    from helpers.build import apply_config
+    r = rung("01_blocktile_2d")
+    fits = build(r, source=apply_config(r.path.read_text(), {"TM": 16})).resources[r.entry]
+    spills = build(r, source=apply_config(r.path.read_text(), {"TM": 16, "TN": 16})).resources[r.entry]
+    assert fits.spill_stores == 0 and 240 <= fits.registers <= 255, fits
+    assert spills.spill_stores > 0, spills
