@@ -20,19 +20,32 @@ PIPES = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_e
 RUN = "from helpers import check; import sys; print(check(sys.argv[1], int(sys.argv[2])))"
 
 
+def parse_ncu_csv(stdout: str) -> list[dict]:
+    """The metric rows of `ncu --csv` output as dicts (column name -> text), from its header line on: the program's
+    own prints and ncu's ==PROF== lines before it are skipped."""
+    rows = [r for r in csv.reader(io.StringIO(stdout)) if len(r) > 5]
+    first = next((i for i, r in enumerate(rows) if "Kernel Name" in r and "Metric Value" in r), None)
+    return [] if first is None else [dict(zip(rows[first], r)) for r in rows[first + 1:]]
+
+
+def ncu_rows(args: list, script: str, *script_args: str, timeout: int = 600) -> tuple[list[dict], str]:
+    """Run `python -c script script_args...` under Nsight Compute (the card's own clocks) with extra ncu `args`;
+    return its metric rows and the program's stdout. Fails in one sentence, with ncu's output, if there are none."""
+    out = subprocess.run(["ncu", "--csv", "--clock-control", "none", *args, sys.executable, "-c", script,
+                          *script_args], capture_output=True, text=True, timeout=timeout)
+    rows = parse_ncu_csv(out.stdout)
+    if not rows:
+        raise RuntimeError(f"ncu gave no metrics for {script_args}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return rows, out.stdout
+
+
 def ncu(rung_id: str, n: int, metrics, script: str = RUN, kernels: str = "regex:^gemm_") -> dict:
     """The metrics of the first kernel matching `kernels` that `script` (given rung_id and n) launches, with
     that kernel's name under "kernel"."""
-    out = subprocess.run(["ncu", "--csv", "--clock-control", "none", "--metrics", ",".join(metrics),
-                          "-k", kernels, "-c", "1", sys.executable, "-c", script, rung_id, str(n)],
-                         capture_output=True, text=True, timeout=600)
-    rows = [r for r in csv.reader(io.StringIO(out.stdout)) if len(r) > 5]
-    if not rows:
-        raise RuntimeError(f"ncu gave no metrics for {rung_id}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    header = rows[0]
-    name, value = header.index("Metric Name"), header.index("Metric Value")
-    got = {r[name]: float(r[value].replace(",", "")) for r in rows[1:] if r[value] not in ("n/a", "")}
-    return {**got, "kernel": rows[1][header.index("Kernel Name")]}
+    rows, _ = ncu_rows(["--metrics", ",".join(metrics), "-k", kernels, "-c", "1"], script, rung_id, str(n))
+    got = {r["Metric Name"]: float(r["Metric Value"].replace(",", "")) for r in rows
+           if r["Metric Value"] not in ("n/a", "")}
+    return {**got, "kernel": rows[0]["Kernel Name"]}
 
 
 def conflicts(rung_id: str, layout: str, bm=128, bn=128, bk=32, wm=64, wn=32) -> dict:

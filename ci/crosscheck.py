@@ -6,13 +6,11 @@ contender inside the NVTX range "timed" are profiled.
 
     python ci/crosscheck.py [RUNG] [N ...]     (GPU host, ncu on PATH; exits 1 on a gap over 3 points)
 """
-import csv
-import io
 import json
 import statistics
-import subprocess
 import sys
 
+from bank_conflicts import ncu_rows  # ci/ is on sys.path when this runs as `python ci/crosscheck.py`
 from helpers import device, results
 
 GAP = 0.03
@@ -40,21 +38,13 @@ print("HARNESS " + json.dumps({"ratio": b.ratio, "best": best, "kernel_ms": b.ke
 
 
 def crosscheck(rung_id: str, n: int, entry: str) -> dict:
-    out = subprocess.run(["ncu", "--csv", "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-                          "--nvtx", "--nvtx-include", "timed/", sys.executable, "-c", CHILD, rung_id, str(n)],
-                         capture_output=True, text=True, timeout=900)
-    line = next((x for x in out.stdout.splitlines() if x.startswith("HARNESS ")), None)
+    rows, stdout = ncu_rows(["--metrics", "gpu__time_duration.sum", "--nvtx", "--nvtx-include", "timed/"], CHILD,
+                            rung_id, str(n), timeout=900)
+    line = next((x for x in stdout.splitlines() if x.startswith("HARNESS ")), None)
     if line is None:
-        raise RuntimeError(f"the child under ncu printed no result:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        raise RuntimeError(f"the child under ncu printed no result:\n{stdout[-3000:]}")
     harness = json.loads(line[len("HARNESS "):])
-    rows = [r for r in csv.reader(io.StringIO(out.stdout)) if len(r) > 5]
-    first = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
-    if first is None:
-        raise RuntimeError(f"ncu printed no metrics table:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-    rows = rows[first:]
-    head = rows[0]
-    name, value = head.index("Kernel Name"), head.index("Metric Value")
-    ns = [(r[name], float(r[value].replace(",", ""))) for r in rows[1:]]
+    ns = [(r["Kernel Name"], float(r["Metric Value"].replace(",", ""))) for r in rows]
     ours = [t for k, t in ns if k.startswith(entry)]
     theirs = [t for k, t in ns if not k.startswith(entry)]
     if len(ours) != 7 or not theirs:

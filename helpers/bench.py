@@ -23,7 +23,7 @@ import numpy as np
 
 from .build import build
 from .gpu import launch_arch, require_live, sample_clock_power
-from .launch import Launch, as_kn, cp_dtype, faults_explained, prepare
+from .launch import Launch, as_kn, cp_dtype, faults_explained, prepare, random_inputs
 from .registry import Rung, probe
 
 ROUNDS = 15          # interleaved rounds per measurement (median and IQR over these)
@@ -80,7 +80,6 @@ class _Sampler:
         import cupy as cp
         self.cp = cp
         self.spin_ns = 200_000
-        self.refills = 0
 
     def batch_ms(self, enqueue, batch: int, samples: list | None = None, host: list | None = None) -> float:
         cp = self.cp
@@ -107,7 +106,6 @@ class _Sampler:
                 if host is not None:
                     host.append(host_ns / batch / 1e3)
                 return cp.cuda.get_elapsed_time(start, stop)
-            self.refills += 1
         raise RuntimeError("the host could not queue a batch faster than the GPU ran it, even behind a "
                            f"{self.spin_ns / 1e6:.1f} ms spin; the timing would include host time.")
 
@@ -138,15 +136,18 @@ def time_gpu(contenders: dict, flops: float = 0.0, rounds: int = ROUNDS, batch: 
     for r in range(rounds):
         for name in (names if r % 2 == 0 else names[::-1]):
             per_launch[name].append(sampler.batch_ms(enqueue(name), batch, samples[name], host[name]) / batch)
-    out = {}
-    for name in names:
-        q1, med, q3 = _quartiles(per_launch[name])
-        clocks = [s[0] for s in samples[name] if s[0]]
-        powers = [s[1] for s in samples[name] if s[1]]
-        out[name] = Timing(name, med, q1, q3, rounds, batch, flops,
-                           statistics.median(clocks) if clocks else None,
-                           statistics.median(powers) if powers else None, statistics.median(host[name]))
-    return out
+    return {name: _timing(name, per_launch[name], samples[name], flops, batch, statistics.median(host[name]))
+            for name in names}
+
+
+def _timing(name: str, per_launch: list, samples: list, flops: float, batch: int, host_us: float | None = None
+            ) -> Timing:
+    """Median and quartiles of per-launch times, with the median NVML clock and power sampled meanwhile."""
+    q1, med, q3 = _quartiles(per_launch)
+    clocks = [x[0] for x in samples if x[0]]
+    powers = [x[1] for x in samples if x[1]]
+    return Timing(name, med, q1, q3, len(per_launch), batch, flops, statistics.median(clocks) if clocks else None,
+                  statistics.median(powers) if powers else None, host_us)
 
 
 def input_sets_for(m: int, n: int, k: int, itemsize: int, l2_bytes: int) -> int:
@@ -170,29 +171,16 @@ class Contender:
     same_out: bool    # writes C in the rung's output dtype: only those may be the reference
 
 
-@dataclass
-class CublasSet:
-    """The cuBLAS contenders for one (shape, dtype, layout, out dtype), built once per process."""
-    contenders: list
-    why_no_lt: str | None = None
-    keep: list = field(default_factory=list)  # arrays the contenders write into, kept alive
-
-
-_CUBLAS: dict = {}
-
-
 def layout_name(b_layout: str) -> str:
     """Row-major C = A @ B with B stored [K, N] ("NN"), or stored K-major [N, K] ("TN", as cuBLAS users say)."""
     return "TN" if b_layout == "nk" else "NN"
 
 
-def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> CublasSet:
-    """cupy.matmul (what a CuPy user gets) and cuBLASLt through nvmath-python, heuristic and autotuned, on the
-    rung's layout, input dtype and output dtype. Cached per process, since autotuning takes a moment."""
+def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
+    """(contenders, why cuBLASLt is missing or None): cupy.matmul (what a CuPy user gets) and cuBLASLt through
+    nvmath-python, heuristic and autotuned, on the rung's layout, input dtype and output dtype, over `inputs`.
+    The closures hold their output arrays and the planned Matmul."""
     import cupy as cp
-    key = (r.dtype, r.b_layout, r.out_dtype, m, n, k, id(inputs[0][0]))
-    if key in _CUBLAS:
-        return _CUBLAS[key]
     in_dt, out_dt = cp_dtype(r.dtype), cp_dtype(r.out_dtype)
     c_cupy = cp.empty((m, n), dtype=in_dt)  # cupy.matmul writes the inputs' dtype
     same = np.dtype(in_dt) == np.dtype(out_dt)
@@ -200,7 +188,7 @@ def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> CublasSet:
     contenders = [Contender(CUPY, f"cupy.matmul ({r.dtype} in, {r.dtype} out, {lay}; cuBLAS's default heuristic)",
                             lambda i: cp.matmul(inputs[i % len(inputs)][0], as_kn(inputs[i % len(inputs)][1], r.b_layout),
                                                 out=c_cupy), same)]
-    keep, why = [c_cupy], None
+    why = None
     try:
         from nvmath.linalg.advanced import Matmul
         c_lt = cp.empty((m, n), dtype=out_dt)
@@ -222,11 +210,9 @@ def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> CublasSet:
                                  lt(heuristic), True),
                        Contender(LT_AUTOTUNED, f"cuBLASLt {what}, fastest of {len(algos)} by autotune: "
                                  f"algorithm {tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
-        keep += [c_lt, mm]
     except Exception as e:  # noqa: BLE001 - not installed, or this dtype combination unsupported: say which
         why = f"cuBLASLt through nvmath-python was not timed ({type(e).__name__}: {str(e)[:160]})"
-    _CUBLAS[key] = CublasSet(contenders, why, keep)
-    return _CUBLAS[key]
+    return contenders, why
 
 
 @dataclass(frozen=True)
@@ -261,18 +247,17 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
     inputs = [lau.inputs() for _ in range(sets)]
     c = cp.empty((m, n), dtype=cp_dtype(r.out_dtype))
     args = [lau.args(a, b, c) for a, b in inputs]  # tensor maps are encoded once, not per launch
-    cub = cublas_set(r, m, n, k, inputs)
+    cublas, note = cublas_set(r, m, n, k, inputs)
     contenders = {"kernel": lambda i: lau.enqueue(args[i % sets])}
-    contenders.update({x.name: x.run for x in cub.contenders})
+    contenders.update({x.name: x.run for x in cublas})
     with faults_explained(r):
         got = time_gpu(contenders, lau.flops)
-    same = [x for x in cub.contenders if x.same_out]
-    best = min(same or cub.contenders, key=lambda x: got[x.name].ms)
-    note = cub.why_no_lt
+    same = [x for x in cublas if x.same_out]
+    best = min(same or cublas, key=lambda x: got[x.name].ms)
     if not same:
         note = (note + "; " if note else "") + f"no cuBLAS contender wrote {r.out_dtype} C, so the reference differs"
     return BenchResult(r.id, m, n, k, r.dtype, got["kernel"], got[best.name], best.label,
-                       {x.name: got[x.name] for x in cub.contenders}, sets, note, contenders)
+                       {x.name: got[x.name] for x in cublas}, sets, note, contenders)
 
 
 # ---- chapter 00: the machine's ceilings ------------------------------------------------------------------------
@@ -295,8 +280,8 @@ def _probe_fn(probe_id: str):
 
 def _rate(run, amount: float, batch_ms: float = BATCH_MS) -> Measured:
     """`amount` (bytes or FLOP, in units of 1e12 per second per ms) per launch of `run`, timed with the method."""
-    t = time_gpu({"probe": lambda i: run()}, batch_ms=batch_ms)["probe"]
-    return Measured(amount / t.ms / 1e9, t.sm_clock_mhz, t.power_w, (amount / t.q3_ms / 1e9, amount / t.q1_ms / 1e9))
+    t = time_gpu({"probe": lambda i: run()}, amount, batch_ms=batch_ms)["probe"]
+    return Measured(t.tflops, t.sm_clock_mhz, t.power_w, t.tflops_iqr)
 
 
 def measure_hbm_copy(gib: float = 2.0) -> Measured:
@@ -352,13 +337,12 @@ def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seco
     about `seconds` so the clock settles where the 700 W cap puts it. Zero operands draw less power than random
     ones, so they run at a higher clock: `random_operands=True` is the ceiling a real GEMM can reach."""
     import cupy as cp
-    from .launch import random_inputs, to_bf16  # noqa: F401 - random bf16 pairs, as a GEMM's operands are
     fn, threads = _probe_fn("hgmma_peak")
     group = build("hgmma_peak").consts["HGMMA_GROUP"]
     blocks = require_live(probe("hgmma_peak").needs_cc).sms  # 256 threads, ~150 registers: one block per SM
     sink = cp.empty(blocks * threads, cp.float32)
     words = (64 + 256) * 64 // 2
-    operands = (random_inputs("bf16", 1, 2 * words, 1)[1].view(cp.uint32).reshape(-1)[:words].copy()
+    operands = (random_inputs("bf16", 1, 2 * words, 1)[1].view(cp.uint32)  # random bf16 pairs, as a GEMM's.reshape(-1)[:words].copy()
                 if random_operands else None)
     ptr = operands if operands is not None else np.uint64(0)
     run = lambda: fn((blocks,), (threads,), (sink, np.int32(iters), ptr))  # noqa: E731
@@ -374,10 +358,9 @@ def measure_cublas(dtype: str, n: int) -> Measured:
     """The strongest cuBLAS on square N x N x N in `dtype` (C in `dtype`, B stored [K, N]): chapter 00's reference."""
     r = Rung("cublas", "cuBLAS", "", dtype=dtype, out_dtype=dtype)
     sets = input_sets_for(n, n, n, np.dtype(cp_dtype(dtype)).itemsize, require_live().l2_bytes)
-    from .launch import random_inputs
     inputs = [random_inputs(dtype, n, n, n) for _ in range(sets)]
-    cub = cublas_set(r, n, n, n, inputs)
-    got = time_gpu({x.name: x.run for x in cub.contenders}, 2.0 * n**3)
+    cublas, _ = cublas_set(r, n, n, n, inputs)
+    got = time_gpu({x.name: x.run for x in cublas}, 2.0 * n**3)
     best = min(got.values(), key=lambda t: t.ms)
     return Measured(best.tflops, best.sm_clock_mhz, best.power_w, best.tflops_iqr)
 
@@ -410,14 +393,6 @@ def _hold(run, seconds: float, settle: float) -> tuple[float, int, list]:
     return cp.cuda.get_elapsed_time(start, stop), calls, samples
 
 
-def _held(name: str, per_launch: list, samples: list, flops: float, batch: int) -> Timing:
-    q1, med, q3 = _quartiles(per_launch)
-    clocks = [x[0] for x in samples if x[0]]
-    powers = [x[1] for x in samples if x[1]]
-    return Timing(name, med, q1, q3, len(per_launch), batch, flops, statistics.median(clocks) if clocks else None,
-                  statistics.median(powers) if powers else None)
-
-
 def time_sustained(contenders: dict, flops: float, seconds: float = 0.6, rounds: int = 4) -> dict[str, Timing]:
     """The power-limited regime of a long run: each contender queued back to back for `seconds` (after half as
     long again to let the clock settle), contenders alternating ABBA over `rounds`. Timing.ms is the mean GPU time
@@ -431,21 +406,20 @@ def time_sustained(contenders: dict, flops: float, seconds: float = 0.6, rounds:
             ms, calls, got = _hold(contenders[name], seconds, seconds / 2)
             per_launch[name].append(ms / calls)
             samples[name] += got
-    return {name: _held(name, per_launch[name], samples[name], flops, 0) for name in names}
+    return {name: _timing(name, per_launch[name], samples[name], flops, 0) for name in names}
 
 
 def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
     """cupy.matmul (N x N x N, `dtype`) queued back to back, with no gaps: the power-limited regime of a long
     training step. TFLOP/s over the second half of `seconds`, and the SM clock and power NVML read meanwhile."""
     import cupy as cp
-    from .launch import random_inputs
     require_live()
     a, b = random_inputs(dtype, n, n, n)
     out = cp.empty((n, n), dtype=a.dtype)
     ms, calls, samples = _hold(lambda i: cp.matmul(a, b, out=out), seconds / 2, seconds / 2)
     if not samples:
         raise RuntimeError("NVML did not report the SM clock (is nvidia-ml-py installed?)")
-    t = _held("cupy.matmul", [ms / calls], samples, 2.0 * n**3, 0)
+    t = _timing("cupy.matmul", [ms / calls], samples, 2.0 * n**3, 0)
     return Measured(t.tflops, t.sm_clock_mhz, t.power_w)
 
 

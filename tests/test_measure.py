@@ -167,3 +167,19 @@ def test_the_banner_names_a_broken_results_file_in_one_sentence(tmp_results, mon
     tmp_results.write_text("[1, 2")
     text = report.banner_text("10")
     assert text.startswith("REPLAY:") and "not valid JSON" in text and "\n" not in text
+
+
+def test_ncu_csv_is_read_from_its_header_on():
+    # ci/crosscheck.py and ci/bank_conflicts.py share this parser; the profiled program prints before ncu's table.
+    import sys as _sys
+    from helpers.registry import ROOT
+    _sys.path.insert(0, str(ROOT / "ci"))
+    from bank_conflicts import parse_ncu_csv
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",'
+            '"Metric Name","Metric Unit","Metric Value"')
+    text = "\n".join(["HARNESS {\"ratio\": 0.98}", "==PROF== Disconnected", head,
+                      '"0","1","python","h","gemm_x","1","7","S","gpu__time_duration.sum","ns","1,234"',
+                      '"1","1","python","h","nvjet_y","1","7","S","gpu__time_duration.sum","ns","1,200"'])
+    rows = parse_ncu_csv(text)
+    assert [(r["Kernel Name"], r["Metric Value"]) for r in rows] == [("gemm_x", "1,234"), ("nvjet_y", "1,200")]
+    assert parse_ncu_csv("no table here\n") == []
