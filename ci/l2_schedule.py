@@ -1,7 +1,9 @@
 """Nsight Compute counters for chapter 10: how each tile schedule uses L2, beside cuBLAS.
 
 For rung 09 (one tile per block, the hardware's block order), the chapter-10 steps and cuBLAS at N=4096 and 8192:
-L2 hit rate of all sectors requested, bytes read from DRAM, and how busy the tensor pipe was.
+L2 hit rate of all sectors requested, bytes read from DRAM, how busy the tensor pipe was, and the shared-memory
+store instructions (what stmatrix cuts). At N=3072, where rung 10 changes its tile, the last two steps and cuBLAS:
+how busy the SMs were over the kernel's duration (the wave napkin's efficiency).
 
     python ci/l2_schedule.py            (on the GPU host; ncu must be on PATH)
 """
@@ -9,7 +11,8 @@ from bank_conflicts import ncu  # ci/ is on sys.path when this runs as `python c
 from helpers import chapter_rungs, device, results
 
 METRICS = ("lts__t_sector_hit_rate.pct", "dram__bytes_read.sum", "gpu__time_duration.sum",
-           "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed")
+           "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+           "smsp__inst_executed_op_shared_st.sum", "sm__cycles_active.avg.pct_of_peak_sustained_elapsed")
 CUBLAS = ("import sys, cupy as cp; from helpers.launch import random_inputs; n = int(sys.argv[2]); "
           "a, b = random_inputs('bf16', n, n, n, b_layout='nk'); cp.matmul(a, b.T); cp.cuda.runtime.deviceSynchronize()")
 
@@ -17,14 +20,15 @@ CUBLAS = ("import sys, cupy as cp; from helpers.launch import random_inputs; n =
 def profile(what: str, n: int) -> dict:
     got = ncu(what, n, METRICS, *((CUBLAS, "regex:nvjet|gemm|xmma|cutlass") if what == "cublas" else ()))
     return {"l2_hit_pct": got.get(METRICS[0]), "dram_read_gb": got.get(METRICS[1], 0) / 1e9,
-            "ncu_ms": got.get(METRICS[2], 0) / 1e6, "tensor_pipe_pct": got.get(METRICS[3]), "kernel": got["kernel"][:80]}
+            "ncu_ms": got.get(METRICS[2], 0) / 1e6, "tensor_pipe_pct": got.get(METRICS[3]),
+            "shared_store_inst": got.get(METRICS[4]), "sm_busy_pct": got.get(METRICS[5]), "kernel": got["kernel"][:80]}
 
 
 if __name__ == "__main__":
     dev = device()
     env = dev.env()
-    for n in (4096, 8192):
-        for what in ("09_setmaxnreg", *(r.id for r in chapter_rungs("10")), "cublas"):
-            entry = {**profile(what, n), "n": n, "run": results.run_id(), "gpu": dev.name, "date": env["date"], "env": env}
-            results.record("l2_schedule", f"{what}@{n}", entry, results.path_for(dev.slug))
-            print(what, n, {k: v for k, v in entry.items() if k not in ("env", "gpu", "date")}, flush=True)
+    plan = [(n, what) for n in (4096, 8192) for what in ("09_setmaxnreg", *(r.id for r in chapter_rungs("10")), "cublas")]
+    for n, what in plan + [(3072, "10_stmatrix"), (3072, "10_beyond_cublas"), (3072, "cublas")]:
+        entry = {**profile(what, n), "n": n, "run": results.run_id(), "gpu": dev.name, "date": env["date"], "env": env}
+        results.record("l2_schedule", f"{what}@{n}", entry, results.path_for(dev.slug))
+        print(what, n, {k: v for k, v in entry.items() if k not in ("env", "gpu", "date")}, flush=True)

@@ -1,9 +1,18 @@
 """Run every rung once at small shapes: the workload compute-sanitizer inspects (ci/gpu.sh sanitize).
-2304 x 2048 gives chapter 10's persistent clusters more than one tile each (72 tiles for 66 clusters)."""
+2304 x 2048 gives chapter 10's persistent clusters more than one tile each (72 tiles for 66 clusters);
+256 x 384 takes rung 10's narrow tile (N is no multiple of 256).
+
+    python ci/small_shapes.py [RUNG_ID_PREFIX ...]     (default: every rung)
+"""
+import sys
+
 from helpers import RUNGS, ShapeError, check
 
 for r in RUNGS:
-    for shape in ((128, 128, 32), (256, 128, 64), (128, 256, 96), (256, 256, 128), (33, 17, 9), (2304, 2048, 64)):
+    if len(sys.argv) > 1 and not r.id.startswith(tuple(sys.argv[1:])):
+        continue
+    for shape in ((128, 128, 32), (256, 128, 64), (128, 256, 96), (256, 256, 128), (33, 17, 9), (256, 384, 192),
+                  (2304, 2048, 64)):
         if shape == (2304, 2048, 64) and r.grid != "persistent":
             continue  # large for the sanitizers; only the persistent rungs need it
         try:

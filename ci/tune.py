@@ -12,8 +12,12 @@ from helpers.ladder import measured
 
 SIZES = (2048, 4096, 8192)
 VARIANTS = {
-    "10_beyond_cublas": [{}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}],
+    "10_beyond_cublas": [{}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}, {"C_BUFFERS": 4}],
 }
+# The steady rate of rung 10's three tiles, where every one of them fills its waves alike (97% and 99% busy at
+# 6144 and 12288): what helpers.registry's MID_RATE and NARROW_RATE stand for. {} is the committed 128 x 256.
+TILE_SIZES = (6144, 12288)
+TILES = {"10_beyond_cublas": [{}, {"BN": 192, "WGMMA_N": 192}, {"BN": 128, "WGMMA_N": 128}]}
 
 
 def variant(r, changes: dict, n: int) -> dict:
@@ -26,17 +30,18 @@ def variant(r, changes: dict, n: int) -> dict:
 
 
 def main(*only: str) -> None:
-    for rid, variants in VARIANTS.items():
-        if only and rid not in only:
-            continue
-        r = rung(rid)
-        for n in SIZES:
-            for changes in variants:
-                e, _ = measured("variants", f"{rid}:{json.dumps(changes, sort_keys=True)}@{n}",
-                                lambda: variant(r, changes, n), r.needs_cc, r.arch)
-                print(f"{rid} N={n} {changes or 'as committed'}: {e['tflops']:.1f} TFLOP/s, cuBLAS "
-                      f"{e['cublas_tflops']:.1f}, {e['ratio']:.1%}, {e['registers']} regs, "
-                      f"{'correct' if e['correct'] else 'WRONG'}", flush=True)
+    for table, sizes in ((VARIANTS, SIZES), (TILES, TILE_SIZES)):
+        for rid, variants in table.items():
+            if only and rid not in only:
+                continue
+            r = rung(rid)
+            for n in sizes:
+                for changes in variants:
+                    e, _ = measured("variants", f"{rid}:{json.dumps(changes, sort_keys=True)}@{n}",
+                                    lambda: variant(r, changes, n), r.needs_cc, r.arch)
+                    print(f"{rid} N={n} {changes or 'as committed'}: {e['tflops']:.1f} TFLOP/s, cuBLAS "
+                          f"{e['cublas_tflops']:.1f}, {e['ratio']:.1%}, {e['registers']} regs, "
+                          f"{'correct' if e['correct'] else 'WRONG'}", flush=True)
 
 
 if __name__ == "__main__":

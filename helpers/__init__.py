@@ -14,8 +14,8 @@ from .build import Build, CompileError, build, intensity
 from .check import check
 from .launch import KernelFault, Launch, ShapeError, launch, prepare, random_inputs, validate
 from .gpu import NoGPU, device, live, why_not_live
-from .ladder import (CEILINGS, NotRecorded, Row, ceiling, demo_check, demo_fault, measure, persistent_grid,
-                     measured, recorded_ceilings, recorded_entry, replay, rows)
+from .ladder import (CEILINGS, NotMeasured, NotRecorded, Row, ceiling, demo_check, demo_fault, measure,
+                     persistent_grid, measured, recorded_ceilings, recorded_entry, replay, rows)
 from .plot import climb, explore_ladder, roofline, sweep
 from .registry import PROBES, RUNGS, chapter_rungs, probe, rung
 from .report import (banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file,

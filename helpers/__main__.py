@@ -52,27 +52,31 @@ def main(argv=None) -> int:
         label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
         progress(i, len(todo), f"{r.id} {label}")
         try:
-            rows.append(ladder.measure(r, *shape))
-        except (ladder.NotRecorded, ResultsError) as e:
+            rows.append(ladder.measure(r, *shape, missing_ok=True))  # never recorded: a "not measured" line
+        except ResultsError as e:
             missing.append(str(e))
         except Exception as e:  # noqa: BLE001 - one broken rung must not lose the others' results
             missing.append(f"{r.id} {label} failed: {type(e).__name__}: {e}")
     for m in missing:
         print(f"skipped: {m}", file=sys.stderr)
+    for r in rows:
+        if not r.measured:
+            print(f"not measured: {r.why}", file=sys.stderr)
 
     if args.json:
         keys = ("rung", "m", "n", "k", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu",
                 "run", "method", "tflops_iqr", "cublas_iqr", "cublas_ref", "sm_clock_mhz", "power_w",
                 "cublas_sm_clock_mhz", "cublas_power_w", "cupy_tflops")
-        print(json.dumps([{k: getattr(r, k) for k in keys} for r in rows], indent=1))
+        print(json.dumps([{k: getattr(r, k, None) for k in keys} for r in rows], indent=1))  # None: not measured
     else:
         print(report.table(rows))
-    if args.plot and rows:
+    numbers = [r for r in rows if r.measured]
+    if args.plot and numbers:
         from .plot import save_climb
-        ceilings = ladder.recorded_ceilings() if rows[0].source == "recorded" else {}
-        save_climb(rows, ceilings, args.plot)
+        ceilings = ladder.recorded_ceilings() if numbers[0].source == "recorded" else {}
+        save_climb(numbers, ceilings, args.plot)
         print(f"climb plot written to {args.plot}", file=sys.stderr)
-    return 0 if rows and not missing else 1
+    return 0 if numbers and not missing else 1
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Kernel-editing exercises: a rung's source with one deliberate bug, and the fix. Chapters hand the broken
 source to the learner (edit it, then `playground.play`); tests check that the broken one fails and the
-reference solution passes, on the GPU, and that both compile, everywhere."""
+reference solution passes, on the GPU, and that both compile, everywhere. The chapters' numeric answers live here
+too; a predict-then-measure answer is also held against the run's measurement, or the recorded one."""
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .playground import source
@@ -50,6 +53,153 @@ def _ch10(x: dict) -> dict:
             4: clusters * last["busiest"] - last["tiles"]}
 
 
+# ---- predict, then measure: a napkin number from the kernels' constexprs, held against this run's measurement ----
+
+H100_SMS, H100_BOOST_HZ = 132, 1.98e9  # what chapter 03's napkin converts cycles with (datasheet, not measured)
+SCHEDULERS = 4                         # warp schedulers per SM
+INSTRUCTIONS_PER_COPY = 10             # chapter 07's upper end: a cp.async's LDGSTS and nine integer instructions
+
+
+def _consts(rung_id: str) -> dict:
+    from .build import build
+    return build(rung_id).consts
+
+
+def _l2_cap(x: dict) -> float:
+    """Chapter 02: the shared-memory rung's FLOP per byte of BF16 global loads, times the L2 bandwidth (TB/s)."""
+    c = _consts("02_wmma_smem")
+    return 2 * c["BM"] * c["BN"] * c["BK"] / ((c["BM"] + c["BN"]) * c["BK"] * 2) * x["l2"]
+
+
+def _ldmatrix_ceiling(x: dict) -> float:
+    """Chapter 03: the unswizzled rung's shared-memory ceiling (TFLOP/s). One k tile's FLOP (its mma.sync) over
+    the wavefronts of its ldmatrix.x4 (4 phases each, at the row-major layout's conflict degree) and its stores."""
+    from .explore import conflict_degree
+    from .figures import SMEM_BYTES_PER_CLK
+    c = _consts("03_mma_sync")
+    warps, steps = c["THREADS"] // 32, c["BK"] // 16
+    x4 = {"A": c["WM"] // 16, "B": c["WN"] // 16}   # per warp and k step; a .trans load covers two n8 tiles
+    mma = (c["WM"] // 16) * (c["WN"] // 8)         # m16n8k16 per warp and k step
+    degree = {"A": conflict_degree("A", "row-major", (c["BM"], c["BK"])),
+              "B": conflict_degree("B", "row-major", (c["BK"], c["BN"]))}
+    wavefronts = sum(warps * steps * x4[op] * 4 * degree[op] for op in "AB")
+    wavefronts += (c["BM"] + c["BN"]) * c["BK"] * 2 / SMEM_BYTES_PER_CLK
+    flop = warps * steps * mma * 2 * 16 * 8 * 16
+    return flop / wavefronts * H100_SMS * H100_BOOST_HZ / 1e12
+
+
+def _smem_bound_speedup(x: dict) -> float:
+    """Chapter 06: the wide rung's rate over the narrow one's if shared memory were the only limit: each runs at
+    min(1, tensor clocks / shared-memory clocks) of the same peak (the chapter's fig_smem_budget)."""
+    from .figures import SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK, _wgmma_smem_bytes
+
+    def share(rung_id: str) -> float:
+        flop, reads, writes = _wgmma_smem_bytes(_consts(rung_id))
+        return min(1.0, flop / TENSOR_FLOP_PER_CLK / ((reads + writes) / SMEM_BYTES_PER_CLK))
+    return share("06_wgmma_wide") / share("06_wgmma_m64n64")
+
+
+def _issue_speedup(x: dict) -> float:
+    """Chapter 07, the napkin's upper end: rung 06's copies are issue cycles the tensor cores sit idle through, on
+    top of a k tile's math; rung 07 removes them. Two warps share a scheduler, so their copies add up."""
+    from .figures import TENSOR_FLOP_PER_CLK
+    c6, c7 = _consts("06_wgmma_wide"), _consts("07_tma")
+    tile = 2 * c7["BM"] * c7["BN"] * c7["BK"] / TENSOR_FLOP_PER_CLK
+    idle = c6["THREADS"] // 32 // SCHEDULERS * (c6["A_LOADS"] + c6["B_LOADS"]) * INSTRUCTIONS_PER_COPY
+    return (tile + idle) / tile
+
+
+def _tile_speedup(x: dict) -> float:
+    """Chapter 10: at N=3072, the wave napkin's time of the 128 x 256 tile over that of the tile the launch picks
+    (the busiest cluster's tiles x tile area / steady rate), on the chapter's count of clusters."""
+    from .launch import choose_tile
+    from .registry import rung
+    rows = choose_tile(rung("10_beyond_cublas"), 3072, 3072, 3072, x["clusters"])
+    return rows[0]["cost"] / next(row["cost"] for row in rows if row["picked"])
+
+
+def _rate(rung_id: str, n: int = 4096) -> tuple[float, list]:
+    """measure() reuses the row the chapter measured earlier in this run, measures it now, or replays it."""
+    from .ladder import measure
+    row = measure(rung_id, n)
+    return row.tflops, [row]
+
+
+def _speedup(fast: str, slow: str, n: int = 4096) -> tuple[float, list]:
+    from .ladder import measure
+    a, b = measure(fast, n), measure(slow, n)
+    return a.tflops / b.tflops, [a, b]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    model: Callable[[dict], float]   # context -> the napkin's number, computed from the kernels' constexprs
+    measured: Callable[[], tuple]    # () -> (the measured number, the ladder rows it came from)
+    what: str                        # what was measured
+    unit: str                        # a format for both numbers
+    band: float                      # relative: a measurement this close to the prediction is "close"
+    leaves_out: str                  # what the napkin has no term for, said when the measurement is not close
+
+
+PREDICTIONS = {
+    ("02", 3): Prediction(
+        _l2_cap, lambda: _rate("02_wmma_smem"), "02_wmma_smem at N=4096", "{:.1f} TFLOP/s", 0.25,
+        "the cap counts bytes and nothing else. Each k tile is copy, barrier, compute, barrier, so no load overlaps "
+        "any math inside a block; every fragment arrives as generic 32-bit loads (and MOVM transposes for B) issued "
+        "by the same schedulers as the HMMA; and every warp waits out its loads' latency."),
+    ("03", 3): Prediction(
+        _ldmatrix_ceiling, lambda: _rate("03_mma_sync"), "03_mma_sync at N=4096", "{:.1f} TFLOP/s", 0.2,
+        "the ceiling counts shared-memory wavefronts only. Each k tile's global loads are waited for in full before "
+        "its first ldmatrix, and with one block per SM nothing else runs meanwhile: that wait comes on top of the "
+        "wavefronts (chapter 05 overlaps it)."),
+    ("06", 3): Prediction(
+        _smem_bound_speedup, lambda: _speedup("06_wgmma_wide", "06_wgmma_m64n64"),
+        "06_wgmma_wide / 06_wgmma_m64n64 at N=4096", "{:.3f}x", 0.1,
+        "two bounds give the ratio of two rates only if both rungs reach the same share of their bound. Neither is "
+        "bound by shared memory: every k tile also waits for its copies, crosses a block barrier and drains its "
+        "wgmma group (wait_group 0) before the next can start, and the model has no term for that time. The two "
+        "rungs spend different amounts of it (the wide one issues more copies per thread and runs a shallower "
+        "ring), so their shares differ."),
+    ("10", 5): Prediction(
+        _tile_speedup, lambda: _speedup("10_beyond_cublas", "10_stmatrix", 3072),
+        "10_beyond_cublas / 10_stmatrix at N=3072", "{:.3f}x", 0.1,
+        "the napkin prices a tile by its area and one steady rate measured at other sizes. It has no term for the "
+        "pipeline's fill and drain around each cluster's first and last tile, nor for how the smaller tile's "
+        "extra L2 traffic lands when all clusters start together."),
+    ("07", 5): Prediction(
+        _issue_speedup, lambda: _speedup("07_tma", "06_wgmma_wide"), "07_tma / 06_wgmma_wide at N=4096",
+        "{:.3f}x", 0.1,
+        "the cost of a copy is a guess (ten instructions is the napkin's upper end; five gives a gain half as "
+        "large), rung 07's own wait on the slot's mbarrier and thread 0's copies ahead of its warpgroup's wgmmas "
+        "are not counted, and the rings differ in depth, which exercise 4 measures."),
+}
+
+
+def _provenance(row) -> str:
+    how = {"live": "measured now", "this run": "measured earlier in this run", "recorded": "recorded"}[row.source]
+    return f"{how} on {row.gpu}, {row.date}"
+
+
+def comparison(p: Prediction, mine: float) -> list[str]:
+    """The measurement a prediction is held against, where it came from, and how far the prediction was off."""
+    from .ladder import NotRecorded
+    try:
+        value, rows = p.measured()
+    except NotRecorded as err:
+        return [f"  nothing to compare with: {err}"]
+    where = "; ".join(dict.fromkeys(_provenance(r) for r in rows))
+    lines = [f"  measured: {p.what}, {p.unit.format(value)} ({where})"]
+    if mine is None or not isinstance(mine, (int, float)):
+        return lines
+    off = abs(value / mine - 1)
+    lines.append(f"  your prediction: {p.unit.format(mine)}; the measurement is {value / mine:.0%} of it, "
+                 f"off by {off:.0%}.")
+    if off <= p.band:
+        return lines + [f"  close: within {p.band:.0%}."]
+    return lines + textwrap.wrap(f"off by more than {p.band:.0%}: here is what the model leaves out: {p.leaves_out}",
+                                 110, initial_indent="  ", subsequent_indent="    ")
+
+
 def _expected(chapter: str, x: dict) -> dict:
     """{exercise number: expected answer} for a chapter, from the same explorers and measurements it shows."""
     from .explore import conflict_degree, launch_registers, mma_fragment, register_budget, waves, wgmma_desc_encode
@@ -68,14 +218,20 @@ def _expected(chapter: str, x: dict) -> dict:
         "05": lambda: {1: 3 * (128 * 64 + 64 * 128) * 2, 2: 65536 // (168 * 256)},
         "06": lambda: {1: wgmma_desc_encode(0x4000 + 2 * 32), 2: 256 // 2},
         "07": lambda: {1: (128 * 64 + 128 * 64) * 2, 2: (9 // 4) & 1},
-        "08": lambda: {1: 2 * 7, 2: (227 * 1024 - 2048) // ((128 * 64 + 256 * 64) * 2)},
+        "08": lambda: {1: 2 * (16 // 7), 2: (227 * 1024 - 2048) // ((128 * 64 + 256 * 64) * 2)},
         "09": lambda: {1: max(v for v in range(24, 257, 8) if register_budget(24, v, 3)["fits"]),
                        2: launch_registers(384)},
     }
     return table[chapter]()
 
 
+def _predicted(chapter: str, x: dict) -> dict:
+    """{exercise number: the napkin's number} for a chapter's predict-then-measure exercises."""
+    return {i: p.model(x) for (ch, i), p in PREDICTIONS.items() if ch == chapter}
+
+
 TOLERANCE = {"00": 0.03, "01": 0.01, "02": 0.02}  # relative, for answers worked out from measured numbers
+TOLERANCE.update({key: 0.02 for key in PREDICTIONS})  # (chapter, exercise): a napkin worked with rounded numbers
 
 
 def verdict(name: str, mine, expected, rel: float = 0.0) -> str:
@@ -90,10 +246,17 @@ def verdict(name: str, mine, expected, rel: float = 0.0) -> str:
 
 def check(chapter: str, answers: dict, **context) -> None:
     """Print one verdict per exercise of `chapter`; `context` passes what the answers depend on (measured
-    ceilings, the kernel's constants, the number of clusters)."""
-    expected = _expected(chapter, context)
+    ceilings, the kernel's constants, the number of clusters). A prediction that matches the napkin is then held
+    against the measurement (this run's, or the recorded one), and the report says which it was."""
+    expected = {**_expected(chapter, context), **_predicted(chapter, context)}
     for i, mine in answers.items():
-        print(verdict(f"exercise {i}", mine, expected[i], TOLERANCE.get(chapter, 0.0)))
+        said = verdict(f"exercise {i}", mine, expected[i], TOLERANCE.get((chapter, i), TOLERANCE.get(chapter, 0.0)))
+        print(said)
+        if (chapter, i) in PREDICTIONS and mine is not None:
+            right = said.endswith("correct")
+            lines = comparison(PREDICTIONS[chapter, i], mine if right else None)
+            print("\n".join(lines if right else lines + ["  once your prediction matches the napkin, the check "
+                                                          "says how far the measurement is from it."]))
 
 
 def swizzle_verdict(name: str, fn, shape=(32, 128)) -> str:

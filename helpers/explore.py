@@ -268,10 +268,11 @@ def blocks_per_sm(registers: int, threads: int, smem_bytes: int = 0, smem_per_sm
 
 
 def ring_parities(stages: int, k_tiles: int) -> list[dict]:
-    """The mbarrier handshake of a persistent ring, step by step: k tile `it` (counted over every tile the block
-    computes) uses slot it % stages on lap it // stages. The consumer waits on the slot's full barrier for the
-    phase of that lap (parity lap % 2); the producer waits on its empty barrier for the phase before (parity
-    (lap - 1) % 2), which a freshly initialised barrier reports as complete, so lap 0 never waits."""
+    """The mbarrier handshake of the full/empty ring of rungs 08 to 10, step by step: k tile `it` (in the persistent
+    rung 10, counted over every tile the block computes) uses slot it % stages on lap it // stages. The consumer
+    waits on the slot's full barrier for the phase of that lap (parity lap % 2); the producer waits on its empty
+    barrier for the phase before (parity (lap - 1) % 2), which a freshly initialised barrier reports as complete,
+    so lap 0 never waits and nobody arrives on the empty barriers in advance."""
     return [{"it": it, "slot": it % stages, "lap": it // stages, "consumer_waits_full": (it // stages) % 2,
              "producer_waits_empty": ((it // stages) & 1) ^ 1, "producer_may_wait": it >= stages}
             for it in range(k_tiles)]
@@ -286,8 +287,126 @@ def waves(m: int, n: int, tile_m: int, tile_n: int, workers: int) -> dict:
             "efficiency": tiles / (workers * most)}
 
 
+def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], workers: int) -> list[dict]:
+    """The tile-per-shape heuristic of rung 10, as cuBLAS's heuristics do it, on the wave napkin alone. `shapes` are
+    (constexpr overrides, tile rows, tile columns, steady rate) candidates, the rung's own tile first with rate 1; the rate is
+    what the tile reaches at full waves relative to the rung's own. Each candidate that divides M and N costs
+    busiest x tile area / rate, in units of one tile of the first shape; the cheapest is picked, the first on a
+    tie. Returns every dividing candidate with its waves, cost and whether it was picked."""
+    rows = []
+    for config, tm, tn, rate in shapes:
+        if m % tm or n % tn:
+            continue
+        w = waves(m, n, tm, tn, workers)
+        rows.append({"config": config, "tile": (tm, tn), "rate": rate, **w,
+                     "cost": w["busiest"] * (tm * tn) / (shapes[0][1] * shapes[0][2]) / rate})
+    best = min(range(len(rows)), key=lambda i: (round(rows[i]["cost"], 9), i), default=None)
+    return [{**row, "picked": i == best} for i, row in enumerate(rows)]
+
+
 def l2_bytes_per_k_tile(bm: int, bn: int, bk: int, cluster: int, itemsize: int = 2) -> dict:
     """Bytes one CTA asks L2 for per k tile: its own A rows, and its share of B (all of it, or 1/cluster of it
     when the cluster multicasts B), against the bytes that land in its shared memory."""
     a, b = bm * bk * itemsize, bn * bk * itemsize
     return {"requested": a + b // cluster, "landed": a + b, "saved": 1 - (a + b // cluster) / (a + b)}
+
+
+# ---- explorers: controls that show their first state without a click ------------------------------------
+
+def _outputs(draw, values: dict, catch: bool = False) -> list[dict]:
+    """Run draw(**values) and return what it showed as notebook outputs: what it printed (or returned as a string)
+    as text, a returned matplotlib Figure or Axes as a PNG. With `catch`, a draw that raises shows its error in one
+    line instead (a control's callback has nowhere else to report it)."""
+    import base64
+    import contextlib
+    import io
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            got = draw(**values)
+    except Exception as e:
+        if not catch:
+            raise
+        return [{"output_type": "stream", "name": "stderr", "text": f"{type(e).__name__}: {e}\n"}]
+    text = printed.getvalue() + (got + "\n" if isinstance(got, str) else "")
+    outs = [{"output_type": "stream", "name": "stdout", "text": text}] if text else []
+    fig = got if hasattr(got, "savefig") else getattr(got, "figure", None)  # a Figure, or an Axes' figure
+    if hasattr(fig, "savefig"):
+        import matplotlib.pyplot as plt
+        png = io.BytesIO()
+        fig.savefig(png, format="png", bbox_inches="tight")
+        plt.close(fig)  # drawn once, here: the inline backend must not show it a second time at the cell's end
+        title = "; ".join(t for ax in fig.axes if (t := ax.get_title().replace("\n", " ")))
+        outs.append({"output_type": "display_data", "metadata": {},
+                     "data": {"image/png": base64.b64encode(png.getvalue()).decode(),
+                              "text/plain": f"<figure: {title or 'the first state'}>"}})
+    return outs
+
+
+def _bundle(output: dict) -> dict:
+    """A notebook output as a display bundle (text becomes text/plain, which every front end shows as printed)."""
+    return output["data"] if "data" in output else {"text/plain": output["text"].rstrip("\n")}
+
+
+def widget_bundle(widget, caption: str) -> dict:
+    """A widget's display bundle with `caption` as its text/plain and text/html, for any front end that cannot draw
+    the widget (the built book, a notebook opened without a kernel) instead of ipywidgets' `VBox(children=(...`.
+    Show it with IPython.display.display(widget_bundle(box, "..."), raw=True)."""
+    import html
+    return {**widget._repr_mimebundle_(), "text/plain": caption, "text/html": f"<p><i>{html.escape(caption)}</i></p>"}
+
+
+def _shown(value) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
+
+
+class Explorer:
+    """Controls above a drawing. Displayed, it shows the controls, then the drawing for their first values as
+    ordinary outputs: a PNG or text that the built book and a notebook opened without a kernel show as they are.
+    Moving a control redraws inside the widget, under the controls, and blanks that first state, so one picture
+    is on screen at a time and it stays where it was."""
+
+    def __init__(self, draw, controls: dict):
+        import ipywidgets as w
+        self.draw, self.controls = draw, dict(controls)
+        self.out = w.Output()
+        self.box = w.VBox([w.HBox(list(self.controls.values())), self.out])
+        self.first = _outputs(draw, self.values())
+        self._handles: list = []
+        for control in self.controls.values():
+            control.observe(self.redraw, "value")
+
+    def values(self) -> dict:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def caption(self) -> str:
+        chosen = ", ".join(f"{getattr(c, 'description', '') or name} = {_shown(c.value)}"
+                           for name, c in self.controls.items())
+        return f"Controls: {chosen} (run this cell in Jupyter to move them); what they draw is below."
+
+    def controls_bundle(self) -> dict:
+        return widget_bundle(self.box, self.caption())
+
+    def first_state(self) -> list[dict]:
+        """The display bundles of the drawing for the controls' first values."""
+        return [_bundle(o) for o in self.first]
+
+    def redraw(self, _change=None) -> None:
+        for handle in self._handles:
+            handle.update({"text/html": ""}, raw=True)
+        self._handles = []
+        self.out.outputs = tuple(_outputs(self.draw, self.values(), catch=True))
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+        display(self.controls_bundle(), raw=True)
+        self._handles = [display(b, raw=True, display_id=True) for b in self.first_state()]
+
+
+def explorer(draw, **controls) -> Explorer:
+    """`explorer(draw, name=widget, ...)`: draw(**{name: widget.value}) returns a matplotlib Figure or Axes, or
+    text (returned or printed). Its first state is drawn at once, with no click, and redrawn when a control moves.
+
+        explorer(lambda layout: plot_bank_map("A", layout), layout=w.Dropdown(options=LAYOUTS))
+    """
+    return Explorer(draw, controls)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from . import results
 from .bench import (METHOD, Measured, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
                     measure_hgmma_peak, measure_hmma_peak, measure_l2_read, sm_clock_under_load)
+from .build import build
 from .check import check
 from .gpu import device, why_not_live
 from .launch import prepare, square, validate
@@ -98,6 +99,9 @@ class Row:
     cupy_tflops: float | None = None        # what cupy.matmul gives, shown beside (its C is in the input dtype)
     host_us: float | None = None            # host time to queue one launch of the rung: apart from the GPU time
     cublas_host_us: float | None = None
+    tile: list | None = None                # [BM, BN] the launch used (rung 10 picks it per shape)
+
+    measured = True  # a number, live or recorded (NotMeasured: none)
 
     def json(self) -> dict:
         return asdict(self)
@@ -108,14 +112,33 @@ class Row:
         return cls(**{k: v for k, v in e.items() if k in names and k != "source"}, source=source)
 
 
+@dataclass(frozen=True)
+class NotMeasured:
+    """A table line with no number: replay asked for a rung and shape the results file does not hold (a rung added
+    after the recorded run). `table` prints it as "not measured"; the plots and the factors between rungs skip it."""
+    rung: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    why: str
+    source: str = "not measured"
+    measured = False
+
+    def json(self) -> dict:
+        return asdict(self)
+
+
 def baseline_key(r: Rung, m: int, n: int, k: int) -> str:
     return f"{r.dtype}-{layout_name(r.b_layout)}-{r.out_dtype}@{m}x{n}x{k}"
 
 
-def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True) -> Row:
+def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, save: bool = True,
+            missing_ok: bool = False) -> Row | NotMeasured:
     """Live: check on fresh data, time against every cuBLAS contender in interleaved rounds, record. The ratio
     divides by this run's baseline for the shape, dtype, layout and output dtype, so every row of a run shares
-    one cuBLAS number. Replay: the recorded row, labelled so."""
+    one cuBLAS number. Replay: the recorded row, labelled so; one never recorded raises NotRecorded, or with
+    missing_ok comes back as a NotMeasured line."""
     r = _rung(r) if isinstance(r, str) else r
     m, n, k = square(m, n, k)
     validate(r, m, n, k)  # a shape the rung cannot take is refused here, live or replayed
@@ -131,7 +154,8 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
             "contenders": {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr)} for name, t in b.others.items()}},
             save=save)
         kt = b.kernel
-        return {"rung": r.id, "m": m, "n": n, "k": k, "dtype": r.dtype, "tflops": kt.tflops,
+        c = build(r, lau.source).consts
+        return {"rung": r.id, "tile": [c[r.tile[0]], c[r.tile[1]]], "m": m, "n": n, "k": k, "dtype": r.dtype, "tflops": kt.tflops,
                 "cublas_tflops": base["tflops"], "ratio": kt.tflops / base["tflops"], "correct": ok.ok,
                 "rel_err": ok.rel_err, "method": METHOD, "tflops_iqr": list(kt.tflops_iqr), "cublas_iqr": base["iqr"],
                 "cublas_ref": base["ref"], "sm_clock_mhz": kt.sm_clock_mhz, "power_w": kt.power_w,
@@ -141,19 +165,27 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
                 "ms": kt.ms, "batch": kt.batch, "rounds": kt.rounds, "input_sets": b.input_sets,
                 "worst_element": ok.worst_excess}
 
-    entry, source = measured("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save)
+    try:
+        entry, source = measured("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save)
+    except NotRecorded as e:
+        if not missing_ok:
+            raise
+        return NotMeasured(r.id, m, n, k, r.dtype, str(e))
     return Row.from_entry(entry, source)
 
 
-def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None) -> Row:
-    """The recorded row, even on a GPU."""
+def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
+           missing_ok: bool = False) -> Row | NotMeasured:
+    """The recorded row, even on a GPU (never recorded: NotRecorded, or with missing_ok a NotMeasured line)."""
     r = _rung(r) if isinstance(r, str) else r
     m, n, k = square(m, n, k)
     validate(r, m, n, k)
     e = results.recorded_gemm(r.id, m, n, k)
     if e is None:
-        raise NotRecorded(f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}; "
-                          f"run it on a GPU to measure it.")
+        why = f"{r.id} at {m}x{n}x{k} was never recorded in {results.path_for()}; run it on a GPU to measure it."
+        if missing_ok:
+            return NotMeasured(r.id, m, n, k, r.dtype, why)
+        raise NotRecorded(why)
     return Row.from_entry(e, "recorded")
 
 

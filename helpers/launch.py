@@ -48,16 +48,50 @@ def square(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
     return m, m if n is None else n, m if k is None else k
 
 
-def validate(r: Rung, m: int, n: int, k: int, source: str | None = None) -> None:
-    """Refuse, in one sentence, a shape the rung (or its variant `source`) cannot handle. Needs no GPU."""
-    if min(m, n, k) < 1:
-        raise ShapeError(f"{r.id} needs positive M, N, K; got {m}x{n}x{k}.")
+def variant_source(r: Rung, overrides: dict) -> str | None:
+    """The rung's source with constexpr overrides applied (None: the file as it is)."""
+    from .build import apply_config
+    return apply_config(r.path.read_text(), overrides) if overrides else None
+
+
+def _misfit(r: Rung, m: int, n: int, k: int, source: str | None) -> str | None:
     consts = build(r, source).consts
     for dim, value in (("M", m), ("N", n), ("K", k)):
         if dim in r.divides and value % consts[r.divides[dim]]:
             step = consts[r.divides[dim]]
-            raise ShapeError(f"{r.id} handles {dim} only in multiples of {step} ({r.divides[dim]}); "
-                             f"got {dim}={value}: pad to {-(-value // step) * step} or pick an earlier rung.")
+            return (f"{r.id} handles {dim} only in multiples of {step} ({r.divides[dim]}); "
+                    f"got {dim}={value}: pad to {-(-value // step) * step} or pick an earlier rung.")
+    return None
+
+
+def tile_candidates(r: Rung) -> list[tuple[dict, int, int, float]]:
+    """The tiles a launch of r may use: its own, then r.tile_choices, as (overrides, rows, columns, rate) with
+    rows per cluster tile (what M must divide into) and columns per tile."""
+    out = []
+    for overrides, rate in (({}, 1.0), *r.tile_choices):
+        c = build(r, variant_source(r, overrides)).consts
+        out.append((overrides, c[r.divides.get("M", r.tile[0])], c[r.tile[1]], rate))
+    return out
+
+
+def choose_tile(r: Rung, m: int, n: int, k: int, workers: int) -> list[dict]:
+    """helpers.explore.pick_tile over r's tiles that fit M x N x K, for `workers` resident clusters."""
+    from .explore import pick_tile
+    fits = [c for c in tile_candidates(r) if _misfit(r, m, n, k, variant_source(r, c[0])) is None]
+    return pick_tile(m, n, fits, workers) if fits else []
+
+
+def validate(r: Rung, m: int, n: int, k: int, source: str | None = None) -> None:
+    """Refuse, in one sentence, a shape the rung (or its variant `source`) cannot handle. Needs no GPU. A rung
+    with tile choices takes a shape that any of its tiles divides."""
+    if min(m, n, k) < 1:
+        raise ShapeError(f"{r.id} needs positive M, N, K; got {m}x{n}x{k}.")
+    misfit = _misfit(r, m, n, k, source)
+    if misfit and source is None and r.tile_choices:  # fits one of its tiles, or say what the smallest needs
+        misfit = None if choose_tile(r, m, n, k, 1) else _misfit(r, m, n, k, variant_source(r, r.tile_choices[-1][0]))
+    if misfit:
+        raise ShapeError(misfit)
+    consts = build(r, source).consts
     if max(m * k, k * n, m * n) >= 2**31:
         raise ShapeError(f"{r.id} indexes with 32-bit ints, so no operand may hold 2^31 elements; got {m}x{n}x{k}.")
     if r.grid == "tiles" and -(-m // consts[r.tile[0]]) > MAX_GRID_Y:
@@ -257,6 +291,9 @@ def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
     r = _rung(r) if isinstance(r, str) else r
     m, n, k = square(m, n, k)
     validate(r, m, n, k, source)
+    if source is None and r.tile_choices:  # the wave napkin picks the tile for this shape, on this chip
+        rows = choose_tile(r, m, n, k, resident_clusters(r))
+        source = variant_source(r, next(row["config"] for row in rows if row["picked"]))
     fn = function(r, source)  # needs the GPU; compiles and loads before anything is allocated
     grid, block, smem = geometry(r, m, n, source)
     return Launch(r, m, n, k, grid, block, smem, source, fn)

@@ -16,6 +16,11 @@ PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak"
          "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red")}
 
 
+def _numbers(rows) -> list:
+    """The rows that carry a number: a NotMeasured line (a rung the recorded run predates) has no bar or dot."""
+    return [r for r in rows if getattr(r, "measured", True)]
+
+
 def _source_note(items) -> str:
     """Where and when the plotted numbers were measured: the same words live and replayed (the banner says which),
     so a figure saved in the book stays true."""
@@ -37,12 +42,12 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
         if cid in ceilings:
             ax.axhline(ceilings[cid].value, color=colour, ls="--", lw=1.2,
                        label=f"{label} {ceilings[cid].value:.0f} TFLOP/s")
-    for row in rows:
+    for row in _numbers(rows):
         ai = intensity(_rung(row.rung))
         ax.scatter([ai], [row.tflops], zorder=3, s=30)
         ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",
-           ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *rows])})")
+           ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *_numbers(rows)])})")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower right")
     return ax
@@ -51,7 +56,7 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
 def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb"):
     """TFLOP/s per rung as bars (one bar per size), cuBLAS (same dtype, same run) as a line per dtype."""
     import matplotlib.pyplot as plt
-    rows = list(rows)
+    rows = _numbers(rows)
     ax = ax or plt.subplots(figsize=(7.5, 4.2))[1]
     names = list(dict.fromkeys(r.rung for r in rows))
     sizes = sorted({r.n for r in rows})
@@ -83,7 +88,7 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
 def sweep(rows, ax=None, title: str = "TFLOP/s against N"):
     """One line per rung over square sizes N, and cuBLAS as measured beside them (median over the rungs' runs)."""
     import matplotlib.pyplot as plt
-    rows = [r for r in rows if r.m == r.n == r.k]
+    rows = [r for r in _numbers(rows) if r.m == r.n == r.k]
     ax = ax or plt.subplots(figsize=(7.5, 4.2))[1]
     for name in dict.fromkeys(r.rung for r in rows):
         mine = sorted((r.n, r.tflops) for r in rows if r.rung == name)
@@ -112,38 +117,28 @@ def save_climb(rows, ceilings, path) -> None:
 
 
 def explore_ladder(rows, ceilings: dict):
-    """Widgets: pick N and the rungs, and the climb and the roofline are redrawn below them.
-
-    Nothing is drawn at display time: the static figures above the widget are what the built book shows,
-    and drawing into an Output widget while a notebook is executed headless stalls nbclient.
-    """
+    """Widgets: pick N and the rungs; the climb and the roofline for them are drawn at once (the first state is what
+    the built book and a notebook opened without a kernel show) and redrawn under the controls when they change."""
     import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import display
+    from .explore import explorer
     rows = list(rows)
     sizes = sorted({r.n for r in rows})
     names = list(dict.fromkeys(r.rung for r in rows))
-    size = w.Dropdown(options=sizes, value=sizes[0], description="N")
-    picked = w.SelectMultiple(options=names, value=tuple(names), description="rungs", rows=min(8, len(names)))
-    hint = w.HTML("<i>Change N or the selected rungs to redraw the climb and the roofline here.</i>")
-    out = w.Output()
 
-    def redraw(*_):
-        with out:
-            out.clear_output(wait=True)
-            chosen = [r for r in rows if r.n == size.value and r.rung in picked.value]
-            missing = [name for name in picked.value if name not in {r.rung for r in chosen}]
-            if missing:  # say so rather than draw fewer bars than were asked for
-                print(f"not measured at N={size.value}: {', '.join(missing)}")
-            if not chosen:
-                print("pick at least one rung")
-                return
-            fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
-            climb(chosen, ceilings, ax=a1)
-            roofline(ceilings, chosen, ax=a2)
-            fig.tight_layout()
-            plt.show()
+    def draw(n, rungs):
+        import matplotlib.pyplot as plt
+        chosen = [r for r in rows if r.n == n and r.rung in rungs]
+        missing = [name for name in rungs if name not in {r.rung for r in chosen}]
+        if missing:  # say so rather than draw fewer bars than were asked for
+            print(f"not measured at N={n}: {', '.join(missing)}")
+        if not chosen:
+            return "pick at least one rung"
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
+        climb(chosen, ceilings, ax=a1)
+        roofline(ceilings, chosen, ax=a2)
+        fig.tight_layout()
+        return fig
 
-    size.observe(redraw, "value")
-    picked.observe(redraw, "value")
-    display(w.VBox([w.HBox([size, picked]), hint, out]))
+    return explorer(draw, n=w.Dropdown(options=sizes, value=sizes[0], description="N"),
+                    rungs=w.SelectMultiple(options=names, value=tuple(names), description="rungs",
+                                           rows=min(8, len(names))))

@@ -133,6 +133,9 @@ def table(rows) -> str:
     lines = ["{:<20} {:>14} {:>5} {:>8} {:>13} {:>10} {:>7} {:>7}  {}".format(*HEADER)]
     refs: dict = {}
     for r in rows:
+        if not getattr(r, "measured", True):  # a NotMeasured line: replayed, and the results file has no row for it
+            lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5}     not measured (not in the recorded run)")
+            continue
         iqr = f"{r.tflops_iqr[0]:.1f}-{r.tflops_iqr[1]:.1f}" if r.tflops_iqr else "n/a"
         mark = refs.setdefault(r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)", "abcdefghij"[len(refs) % 10])
         lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5} {r.tflops:8.2f} {iqr:>13} {r.cublas_tflops:8.2f} {mark}"

@@ -4,6 +4,9 @@
 // tiles: while the warps run ldmatrix + mma.sync on stage s, the copies for the next STAGES-1 tiles are already
 // in flight. cp.async.commit_group closes one tile's copies into a group, cp.async.wait_group<STAGES-2> waits
 // until the oldest one has landed. STAGES = 2 is the classic double buffer (registry rung 05_double_buffer).
+// STAGES = 1 is no ring at all (registry rung 05_one_stage): each tile is copied with cp.async and waited for
+// before its math, in rung 04's load, barrier, compute, barrier order. It separates what the instruction buys
+// (no registers in the copy) from what the overlap buys.
 // New PTX: cp.async.cg.shared.global, commit_group, wait_group (kernels/common/cp_async.cuh).  Requires: sm_80+.
 //
 // C[M,N] = A[M,K] @ B[K,N]: A, B bf16 row-major, C fp32 row-major; M a multiple of BM, N of BN, K of BK.
@@ -17,7 +20,7 @@ constexpr int BN = 128;                      // columns of C per block
 constexpr int BK = 32;                       // depth of one pipeline stage
 constexpr int WM = 64;                       // rows of C per warp
 constexpr int WN = 64;                       // columns of C per warp (64 x 64: see chapter 05 for why)
-constexpr int STAGES = 4;                    // tiles in the shared-memory ring
+constexpr int STAGES = 4;                    // tiles in the shared-memory ring (1: no overlap, see the header)
 constexpr int MIN_BLOCKS = 2;                // blocks per SM the register budget must allow (__launch_bounds__)
 constexpr int MMA_M = WM / 16;
 constexpr int MMA_N = WN / 8;
@@ -28,7 +31,8 @@ constexpr int B_LOADS = BK * BN / 8 / THREADS;     // and for B
 constexpr int STAGE_ELEMS = BM * BK + BK * BN;     // bf16 elements of one stage (A tile then B tile)
 constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;  // dynamic shared memory the launch asks for
 
-static_assert(STAGES >= 2, "a ring needs at least two stages");
+constexpr int WAIT = STAGES > 1 ? STAGES - 2 : 0;  // groups that may stay in flight when tile t is needed
+static_assert(STAGES >= 1, "at least one tile of shared memory");
 static_assert(A_LOADS >= 1 && B_LOADS >= 1 && MMA_N % 2 == 0, "tile shapes must split evenly");
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -69,10 +73,16 @@ gemm_cp_async(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restri
     }
 
     for (int t = 0; t < tiles; ++t) {
-        cp_async_wait_group<STAGES - 2>();  // this thread's copies of tile t are in shared memory
+        if (STAGES == 1) {                  // no ring: tile t is copied only now, into the one slot
+            load_tile(t);
+            cp_async_commit_group();
+        }
+        cp_async_wait_group<WAIT>();        // this thread's copies of tile t are in shared memory
         __syncthreads();                    // ...and everyone's; also, everyone is done with tile t-1's slot
-        if (t + STAGES - 1 < tiles) load_tile(t + STAGES - 1);  // refill the slot tile t-1 used
-        cp_async_commit_group();
+        if (STAGES > 1) {
+            if (t + STAGES - 1 < tiles) load_tile(t + STAGES - 1);  // refill the slot tile t-1 used
+            cp_async_commit_group();
+        }
 
         const __nv_bfloat16* sA = smem + (t % STAGES) * STAGE_ELEMS;
         const __nv_bfloat16* sB = sA + BM * BK;
@@ -93,6 +103,7 @@ gemm_cp_async(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restri
 #pragma unroll
                 for (int j = 0; j < MMA_N; ++j) mma_m16n8k16_bf16(acc[i][j], a[i], b[j]);
         }
+        if (STAGES == 1) __syncthreads();  // the next copy overwrites the slot slower warps may still read
     }
     cp_async_wait_group<0>();  // nothing may be left in flight when the block exits
 

@@ -3,7 +3,7 @@
 //  - a warpgroup (4 warps, 128 threads) issues one instruction for a 64 x WGMMA_N x 16 product;
 //  - A and B are read straight from shared memory through 64-bit descriptors: no ldmatrix, no fragments;
 //  - shared tiles use the hardware's 128-byte swizzle (16-byte chunk ^ row % 8 inside 8-row, 1024-byte atoms),
-//    so the copies write exactly what the descriptors describe;
+//    which for 64-wide bf16 rows is chapter 04's swizzle<64>, so the copies write what the descriptors describe;
 //  - the accumulators live in registers across all of K; scale-d = 0 on the very first k step overwrites them,
 //    so they are never zeroed;
 //  - wgmma is asynchronous: fence, issue, commit_group, then wait_group before the registers are read.
@@ -15,7 +15,8 @@
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major, C fp32 row-major; M % BM, N % BN, K % BK == 0.
 #include <cuda_bf16.h>
 #include "common/cp_async.cuh"
-#include "common/mma_sync.cuh"
+#include "common/smem.cuh"
+#include "common/swizzle.cuh"
 #include "common/wgmma.cuh"
 
 constexpr int WGMMA_N = 64;                  // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
@@ -35,10 +36,8 @@ constexpr int B_LOADS = B_TILE / 8 / THREADS;
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // +1024 to align the ring to a swizzle atom
 
 static_assert(BN % WGMMA_N == 0 && A_LOADS >= 1 && B_LOADS >= 1, "tile shapes must split evenly");
+static_assert(BK * 2 == 128, "one tile row is one 128-byte line: swizzle<BK> is then the hardware's 128B swizzle");
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit the 227 KiB a block can opt in to");
-
-// Byte offset of 16-byte chunk c of row r in a [rows, 64] bf16 tile with the 128-byte swizzle.
-__device__ __forceinline__ unsigned sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm_wgmma(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ Bt, float* __restrict__ C,
@@ -54,15 +53,17 @@ gemm_wgmma(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict_
 
     auto load_tile = [&](int kt) {
         const unsigned sA = ring + (kt % STAGES) * STAGE_BYTES, sB = sA + A_TILE * 2;
+        // Unsigned indices: / 8 and % 8 become a shift and a mask, cheap enough to recompute in the loop (with int,
+        // ptxas hoists every swizzled offset into registers: 194 instead of 165 for the wide tile).
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
-            const int f = threadIdx.x + i * THREADS, r = f / 8, c = f % 8;
-            cp_async_16(sA + sw128(r, c), &gA[r * K + kt * BK + c * 8]);
+            const unsigned f = threadIdx.x + i * THREADS, r = f / 8, c = f % 8;
+            cp_async_16(sA + 2 * swizzle<BK>(r, c * 8), &gA[r * K + kt * BK + c * 8]);  // 2 bytes per bf16
         }
 #pragma unroll
         for (int i = 0; i < B_LOADS; ++i) {
-            const int f = threadIdx.x + i * THREADS, r = f / 8, c = f % 8;
-            cp_async_16(sB + sw128(r, c), &gB[r * K + kt * BK + c * 8]);
+            const unsigned f = threadIdx.x + i * THREADS, r = f / 8, c = f % 8;
+            cp_async_16(sB + 2 * swizzle<BK>(r, c * 8), &gB[r * K + kt * BK + c * 8]);
         }
     };
 

@@ -11,7 +11,7 @@
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (given as tensor maps), C fp32; M % BM, N % BN, K % BK == 0.
 #include <cuda_bf16.h>
 #include "common/mbarrier.cuh"
-#include "common/mma_sync.cuh"
+#include "common/smem.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 

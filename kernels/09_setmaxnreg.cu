@@ -11,8 +11,8 @@
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (given as tensor maps), C fp32; M % BM, N % BN, K % BK == 0.
 #include <cuda_bf16.h>
 #include "common/mbarrier.cuh"
-#include "common/mma_sync.cuh"
 #include "common/setmaxnreg.cuh"
+#include "common/smem.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
@@ -67,7 +67,7 @@ gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ T
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(smem_addr(&full[s]), 1);
-            mbarrier_init(smem_addr(&empty[s]), CONSUMERS);
+            mbarrier_init(smem_addr(&empty[s]), CONSUMERS);  // one release per consumer warpgroup per lap
         }
         fence_mbarrier_init();
     }
@@ -78,8 +78,9 @@ gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ T
         if (t == 0) {
             for (int kt = 0; kt < tiles; ++kt) {
                 const int s = kt % STAGES;
-                // Lap 0 waits for the consumers' initial arrivals below; lap L for their L-th release.
-                mbarrier_wait_parity(smem_addr(&empty[s]), (kt / STAGES) & 1);
+                // Lap L needs the slot's L-th release, which completes phase L-1 of empty[s]. A fresh barrier sits
+                // in phase 0, so on lap 0 the parity of phase "-1" (odd) passes at once: the ring starts empty.
+                mbarrier_wait_parity(smem_addr(&empty[s]), ((kt / STAGES) & 1) ^ 1);
                 stamp(0, kt, 0);
                 const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
                 mbarrier_arrive_expect_tx(bar, TX_BYTES);
@@ -91,8 +92,6 @@ gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ T
     } else {  // consumer warpgroups: wgmma only
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1;
-        if (t == 0)
-            for (int s = 0; s < STAGES; ++s) mbarrier_arrive(smem_addr(&empty[s]));  // every slot starts empty
         float acc[N_MMAS][WGMMA_N / 2];
         for (int kt = 0; kt < tiles; ++kt) {
             const int s = kt % STAGES;

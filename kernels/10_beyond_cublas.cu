@@ -8,11 +8,13 @@
 //   CLUSTER = 2: two CTAs on neighbouring SMs compute vertically adjacent tiles that need the same B tile. Each
 //     fetches half of it and multicasts to both, so L2 serves B once per pair.
 //   EPILOGUE = 1: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
-//     64 x 64 chunks through two buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
-// Producers wait on an empty slot with the parity of the phase before (a fresh barrier counts as completed
-// there), so no initial arrivals are needed; wgmma's scale-d = 0 on the first k step replaces zeroing.
+//     64 x 64 chunks through C_BUFFERS buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
+//   EPILOGUE = 2: the same, but each warp writes its accumulators into those buffers with stmatrix: one
+//     instruction moves four 8x8 bf16 matrices (16 bytes per lane) where EPILOGUE = 1 needs four 4-byte stores.
+//   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.explore.pick_tile).
+// The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
 // New PTX: cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast, tma_store_2d, cp.async.bulk
-// commit/wait groups, mbarrier_arrive_cluster.  Requires: sm_90a.
+// commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
 //
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 row-major (tensor map and pointer);
 // M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use (the host asks the driver).
@@ -21,13 +23,16 @@
 #include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
 #include "common/setmaxnreg.cuh"
+#include "common/smem.cuh"
+#include "common/swizzle.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
-constexpr int EPILOGUE = 1;                  // 0: registers -> global stores, 1: registers -> shared -> TMA store
+constexpr int EPILOGUE = 2;                  // 0: registers -> global stores, 1: -> shared (st.shared) -> TMA store,
+                                             // 2: -> shared (stmatrix) -> TMA store
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -42,7 +47,8 @@ constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
 constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // bytes landing in THIS CTA per slot: its A, both halves of B
 constexpr int C_CHUNK = 64;                         // columns per TMA store: 64 bf16 = one 128-byte swizzled row
 constexpr int C_BUFFER_BYTES = 64 * C_CHUNK * 2;    // [64, C_CHUNK] bf16, 128B swizzle: one consumer's chunk
-constexpr int C_STAGING = EPILOGUE * CONSUMERS * 2 * C_BUFFER_BYTES;  // two buffers per consumer (if EPILOGUE)
+constexpr int C_BUFFERS = 2;                       // staging buffers per consumer: a store drains while the next fills
+constexpr int C_STAGING = (EPILOGUE > 0) * CONSUMERS * C_BUFFERS * C_BUFFER_BYTES;
 constexpr int SMEM_BUDGET = 227 * 1024;
 constexpr int STAGES = (SMEM_BUDGET - 1024 - C_STAGING) / STAGE_BYTES;    // ring depth from what is left
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_STAGING + 1024;       // + 1024 to align the ring
@@ -57,6 +63,13 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
               "the split must fit the registers the CTA was given at launch");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
+static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
+
+// Two floats -> one register of two bf16 (round to nearest even), the lower column in the low half.
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+}
 
 // Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
 __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0) {
@@ -80,7 +93,7 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
     const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;
-    unsigned char* cstage = smem + (ring - smem_addr(smem)) + STAGES * STAGE_BYTES;  // [CONSUMERS][2] buffers
+    unsigned char* cstage = smem + (ring - smem_addr(smem)) + STAGES * STAGE_BYTES;  // [CONSUMERS][C_BUFFERS]
 
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
@@ -162,17 +175,31 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
             } else {
 #pragma unroll
                 for (int q = 0; q < BN / C_CHUNK; ++q) {
-                    unsigned char* buf = cstage + (c * 2 + q % 2) * C_BUFFER_BYTES;  // [64, 64] bf16, 128B swizzle
-                    // Reuse rule: the TMA store that read this buffer two chunks ago must be done reading it.
-                    if (t == 0) cp_async_bulk_wait_group_read<1>();
+                    unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
+                    // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
+                    if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
                     bar_sync(1 + c, 128);
+                    // 128B swizzle, as the tensor map expects: 16-byte chunk j of row r sits at j ^ (r % 8), so the
+                    // 8 rows one store instruction writes land in 8 different bank groups: no conflicts.
+                    if constexpr (EPILOGUE == 1) {
 #pragma unroll
-                    for (int i = q * 32; i < q * 32 + 32; i += 2) {
-                        const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), chunk16 = (i / 4) % 8;
-                        // 128B swizzle, as the tensor map expects: 16-byte chunk j of row r sits at j ^ (r % 8).
-                        // The 8 rows of one store instruction then hit 8 different chunks: no bank conflicts.
-                        *reinterpret_cast<__nv_bfloat162*>(buf + r * 128 + ((chunk16 ^ (r % 8)) * 16) + 4 * (lane % 4)) =
-                            __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                        for (int i = q * 32; i < q * 32 + 32; i += 2) {
+                            const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * ((i / 4) % 8) + 2 * (lane % 4);
+                            *reinterpret_cast<__nv_bfloat162*>(buf + 2 * swizzle<C_CHUNK>(r, col)) =
+                                __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                        }
+                    } else {
+                        // One stmatrix.x4 stores the warp's 16 rows x 16 columns: matrices 0/1 are rows 0-7/8-15 of
+                        // columns 8j..8j+7 (accumulators 4j..4j+3), matrices 2/3 the same for the next 8 columns.
+                        // Lane l names row l % 8 of matrix l / 8.
+                        const int r = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
+#pragma unroll
+                        for (int j = 0; j < C_CHUNK / 8; j += 2) {
+                            const int i = q * 32 + 4 * j;
+                            const unsigned v[4] = {pack_bf16x2(acc[i], acc[i + 1]), pack_bf16x2(acc[i + 2], acc[i + 3]),
+                                                   pack_bf16x2(acc[i + 4], acc[i + 5]), pack_bf16x2(acc[i + 6], acc[i + 7])};
+                            stmatrix_x4(smem_addr(buf + 2 * swizzle<C_CHUNK>(r, 8 * (j + lane / 16))), v);
+                        }
                     }
                     fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
                     bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts
@@ -183,7 +210,7 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
                 }
             }
         }
-        if (EPILOGUE == 1 && t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
+        if (EPILOGUE > 0 && t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
     }
     // No CTA leaves while its partner may still arrive on its barriers.
     if constexpr (CLUSTER > 1) barrier_cluster_sync();

@@ -131,3 +131,55 @@ def test_chapter_01_register_tile_limits_are_what_ptxas_reports():
     spills = build(r, source=apply_config(r.path.read_text(), {"TM": 16, "TN": 16})).resources[r.entry]
     assert fits.spill_stores == 0 and 240 <= fits.registers <= 255, fits
     assert spills.spill_stores > 0, spills
+
+
+def test_rungs_08_on_keep_one_empty_barrier_parity_convention():
+    # One convention from rung 08 on, so the diff of two rungs shows only what the later one changes: the producer
+    # waits on empty[s] for the phase before its lap's (a fresh barrier counts as having completed it), and no
+    # consumer arrives on the empty barriers before its loop.
+    from helpers.registry import KERNELS
+    for name in ("08_warp_specialized", "09_setmaxnreg", "10_beyond_cublas"):
+        src = (KERNELS / f"{name}.cu").read_text()
+        waits = re.findall(r"mbarrier_wait_parity\(smem_addr\(&empty\[s\]\),\s*([^;]+)\);", src)
+        assert waits and all(re.fullmatch(r"\(\(\w+ / STAGES\) & 1\) \^ 1", w) for w in waits), (name, waits)
+        assert not re.search(r"for \(int s = 0; s < STAGES; \+\+s\) mbarrier_arrive", src), name
+
+
+def test_the_xor_swizzle_is_written_once():
+    # kernels/common/swizzle.cuh holds it; rung 10's epilogue spells the 128B layout of its TMA-store staging
+    # buffer by hand, next to the copy that reads it.
+    from helpers.registry import KERNELS
+    for path in sorted(KERNELS.glob("*.cu")):
+        code = re.sub(r"//.*", "", path.read_text())
+        if not path.name.startswith("10_"):
+            assert not re.search(r"\^\s*\(?\s*\w+\s*(&\s*7|%\s*8)", code), f"{path.name} writes its own swizzle"
+    assert '#include "common/swizzle.cuh"' in (KERNELS / "06_wgmma.cu").read_text()
+
+
+def test_chapter_05_ablation_changes_one_thing_a_step():
+    """Chapter 05 cuts rung 04 -> 05 into single changes; its napkin quotes these build facts."""
+    from helpers.explore import blocks_per_sm
+    ids = ["04_swizzle", "05_warp_64x64", "05_one_stage", "05_double_buffer", "05_cp_async"]
+    assert [r.id for r in RUNGS if r.id in ids] == ids, "the chain must stay in this order in RUNGS"
+    facts = []
+    for rid in ids:
+        r = rung(rid)
+        b = build(r)
+        c, res = b.consts, b.resources[r.entry]
+        smem = res.smem_static + c.get("SMEM_BYTES", 0)
+        facts.append({"block": (c["BM"], c["BN"], c["BK"]), "warp": (c["WM"], c["WN"]), "threads": c["THREADS"],
+                      "regs": res.registers, "smem": smem, "stages": c.get("STAGES"),
+                      "blocks": blocks_per_sm(res.registers, c["THREADS"], smem + 1024)["blocks"],
+                      "cp_async": b.count("LDGSTS", r.entry) > 0, "sts": b.count("STS", r.entry) > 0})
+    s04, warp, one, double, ring = facts
+    assert all(f["block"] == (128, 128, 32) for f in facts), "every step keeps the 128 x 128 x 32 block tile"
+    # step 1: the warp tile alone (threads, registers and blocks per SM follow from it)
+    assert (s04["warp"], warp["warp"], s04["threads"], warp["threads"]) == ((64, 32), (64, 64), 256, 128)
+    assert s04["smem"] == warp["smem"] == 16384 and not s04["cp_async"] and not warp["cp_async"] and warp["sts"]
+    assert 130 <= s04["regs"] <= 150 and 220 <= warp["regs"] <= 240, "the prose says about 140 and about 230"
+    assert (s04["blocks"], warp["blocks"]) == (1, 2)
+    # step 2: the copy instruction alone
+    assert one["cp_async"] and not one["sts"] and one["stages"] == 1 and one["smem"] == 16384
+    assert one["warp"] == warp["warp"] and one["blocks"] == 2 and abs(one["regs"] - warp["regs"]) <= 8
+    # steps 3 and 4: the ring depth alone
+    assert [(f["stages"], f["smem"], f["blocks"]) for f in (double, ring)] == [(2, 32768, 2), (4, 65536, 2)]

@@ -24,7 +24,8 @@ def test_cpu_solutions_match_the_explorers():
 
 def test_ring_depths_the_chapter_08_exercises_use_are_the_kernels_own():
     # A stage holds (BM + BN) * BK bf16 of A and B; 227 KiB less 2 KiB: 7 stages of 128x128 (32 KiB, ch 08
-    # exercise 1), 4 of 128x256 (48 KiB, ch 08 exercise 2, the chapter 09 tile). Read from the .cu constants.
+    # exercise 1: tile 16 is on lap 2), 4 of 128x256 (48 KiB, ch 08 exercise 2, the chapter 09 tile). Read from
+    # the .cu constants.
     consts = [build(rid).consts for rid in ("08_warp_specialized", "09_setmaxnreg")]
     assert [(c["BM"], c["BN"], c["BK"], c["STAGES"]) for c in consts] == [(128, 128, 64, 7), (128, 256, 64, 4)]
     assert all(c["SMEM_BYTES"] <= 227 * 1024 for c in consts)
@@ -84,5 +85,114 @@ def test_a_swizzle_that_is_not_a_permutation_is_rejected():
 def test_the_expected_answers_match_the_worked_solutions():
     from helpers.exercises import _expected
     assert _expected("09", {}) == {1: 160, 2: 168}
+    assert _expected("08", {}) == {1: 4, 2: 4}  # tile 16 waits for empty[2]'s phase 1: 2 releases x 2 consumers
     assert _expected("07", {}) == {1: 32768, 2: 0}
     assert _expected("05", {})[2] == 1  # 168 registers x 256 threads: one block per SM
+
+
+# ---- predict, then measure: the napkin's number comes from the constexprs, the measurement from the run --------
+
+PREDICT = {"02": (3, {"l2": 7.36}), "03": (3, {}), "06": (3, {}), "07": (5, {})}  # chapter: (exercise, context)
+
+
+def test_the_predictions_are_the_chapters_napkins():
+    from helpers.exercises import _predicted
+    assert _predicted("02", {"l2": 1.0}) == {3: 32.0}                     # 64 x 64 tile: 32 FLOP/byte x L2 TB/s
+    assert round(_predicted("03", {})[3]) == 126                          # 2,176 wavefronts per k tile
+    assert _predicted("06", {})[3] == pytest.approx(1.5)                  # all of peak against two thirds
+    assert _predicted("07", {})[5] == pytest.approx((1024 + 2 * 12 * 10) / 1024)
+
+
+@pytest.mark.parametrize("chapter", sorted(PREDICT))
+def test_a_right_prediction_is_compared_and_a_wrong_one_rejected(chapter, capsys, monkeypatch):
+    from helpers.exercises import _predicted, check
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    i, ctx = PREDICT[chapter]
+    right = _predicted(chapter, ctx)[i]
+    check(chapter, {i: right * 1.01}, **ctx)       # a napkin worked with rounded numbers still counts
+    out = capsys.readouterr().out
+    assert f"exercise {i}: correct" in out and "measured: " in out and "% of it, off by " in out, out
+    for wrong in (right * 1.1, right / 2, "about 100"):
+        check(chapter, {i: wrong}, **ctx)
+        out = capsys.readouterr().out
+        assert f"exercise {i}: not yet" in out and "measured: " in out and "% of it" not in out, out
+    check(chapter, {i: None}, **ctx)
+    assert capsys.readouterr().out.strip() == f"exercise {i}: fill in your answer above, then run this cell again."
+
+
+def _variant(rung_id: str, **config) -> dict:
+    from helpers.build import apply_config, read_consts
+    from helpers.registry import rung
+    r = rung(rung_id)
+    return read_consts(apply_config(apply_config(r.path.read_text(), r.config), config))
+
+
+@pytest.mark.parametrize("chapter, rung_id, config, expected", [
+    ("02", "02_wmma_smem", {"BN": 128}, 2 * 64 * 128 / (2 * (64 + 128)) * 7.36),
+    # 4 warps of 64 x 64: 4 x 2 x (4 x 16 + 4 x 32) wavefronts of loads + 128 of stores = 1,664 per k tile
+    ("03", "03_mma_sync", {"WN": 64}, 2 * 128 * 128 * 32 / 1664 * 132 * 1.98e9 / 1e12),
+    # m64n128: reads 96 KiB + copies 48 KiB = 1,152 clocks for 1,024 of math, against the narrow rung's 2/3
+    ("06", "06_wgmma_wide", {"WGMMA_N": 128}, (1024 / 1152) / (2 / 3)),
+    # a 128 x 128 tile in rung 06: 4 + 4 copies per thread, 2 warps per scheduler, 10 instructions per copy
+    ("07", "06_wgmma_wide", {"BN": 128, "WGMMA_N": 128}, (1024 + 2 * 8 * 10) / 1024),
+])
+def test_the_prediction_follows_the_kernels_constexprs(chapter, rung_id, config, expected, monkeypatch):
+    from helpers import exercises
+    i, ctx = PREDICT[chapter]
+    before = exercises._predicted(chapter, ctx)[i]
+    real = exercises._consts
+    monkeypatch.setattr(exercises, "_consts", lambda rid: _variant(rid, **config) if rid == rung_id else real(rid))
+    after = exercises._predicted(chapter, ctx)[i]
+    assert after == pytest.approx(expected) and after != pytest.approx(before)
+
+
+def test_replay_reports_the_recorded_measurement_with_its_gpu_and_date(capsys, monkeypatch):
+    from helpers import results
+    from helpers.exercises import _predicted, check
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    fast, slow = (results.recorded_gemm(r, 4096, 4096, 4096) for r in ("07_tma", "06_wgmma_wide"))
+    check("07", {5: _predicted("07", {})[5]})
+    out = capsys.readouterr().out
+    assert f"{fast['tflops'] / slow['tflops']:.3f}x" in out, out
+    assert f"(recorded on {fast['gpu']}, {fast['date']})" in out and "measured now" not in out, out
+    e = results.recorded_gemm("03_mma_sync", 4096, 4096, 4096)
+    check("03", {3: _predicted("03", {})[3]})
+    out = capsys.readouterr().out
+    assert f"{e['tflops']:.1f} TFLOP/s (recorded on {e['gpu']}, {e['date']})" in out, out
+
+
+def test_the_band_says_close_or_names_what_the_model_leaves_out():
+    from dataclasses import replace
+
+    from helpers.exercises import Prediction, comparison
+    from helpers.ladder import replay
+    row = replace(replay("03_mma_sync", 4096), source="live")
+    p = Prediction(lambda x: 0.0, lambda: (100.0, [row]), "a rate", "{:.1f} TFLOP/s", 0.1, "the moon")
+    near, far = "\n".join(comparison(p, 105.0)), "\n".join(comparison(p, 150.0))
+    assert f"measured now on {row.gpu}, {row.date}" in near
+    assert "close: within 10%" in near and "the moon" not in near
+    assert "67% of it, off by 33%" in far and "off by more than 10%: here is what the model leaves out: the moon" in far
+
+
+def test_the_worked_predictions_say_what_the_recorded_run_measured():
+    import json
+
+    from helpers import results
+    from helpers.exercises import _predicted
+    from helpers.registry import ROOT
+    data = results.load(results.path_for())
+    t = lambda r: data["gemm"][results.gemm_key(r, 4096, 4096, 4096)]["tflops"]  # noqa: E731
+    def solutions(name: str) -> str:
+        cells = json.loads((ROOT / "chapters" / f"{name}.ipynb").read_text())["cells"]
+        (text,) = [t for t in ("".join(c["source"]) for c in cells) if "<summary><b>Solutions" in t]
+        return " ".join(text.split())
+    said = {name: solutions(name) for name in ("02_wmma", "03_mma_sync", "06_wgmma", "07_tma")}
+    assert "reaches roughly half of it" in said["02_wmma"]
+    assert 0.4 <= t("02_wmma_smem") / _predicted("02", {"l2": data["ceilings"]["l2_read"]["value"]})[3] <= 0.6
+    assert "The measured rate stays well under it" in said["03_mma_sync"]
+    assert t("03_mma_sync") < 0.8 * _predicted("03", {})[3]
+    assert "The measured factor is well below it" in said["06_wgmma"]
+    assert t("06_wgmma_wide") / t("06_wgmma_m64n64") < 0.85 * _predicted("06", {})[3]
+    assert "a little smaller, and inside the napkin's range" in said["07_tma"]
+    low = (1024 + 2 * 12 * 5) / 1024  # five instructions per copy
+    assert low <= t("07_tma") / t("06_wgmma_wide") < _predicted("07", {})[5]

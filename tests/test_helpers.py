@@ -78,6 +78,59 @@ def test_explore_module_does_not_shadow_the_explore_ladder_widget():
     assert isinstance(helpers.explore, types.ModuleType) and hasattr(helpers.explore, "conflict_degree")
 
 
+def test_an_explorer_shows_its_first_state_without_a_click_and_redraws_in_place():
+    # The built book and a notebook opened without a kernel show only plain outputs: the first state must be one
+    # (a PNG), and the widget's own fallback must read as a sentence, not as ipywidgets' `VBox(children=(...` repr.
+    import base64
+    import ipywidgets as w
+    from helpers.explore import LAYOUTS, explorer, plot_bank_map
+    x = explorer(lambda layout: plot_bank_map("A", layout), layout=w.Dropdown(options=LAYOUTS, description="layout"))
+    [first] = x.first_state()
+    assert base64.b64decode(first["image/png"]).startswith(b"\x89PNG") and "4 wavefront(s)" in first["text/plain"]
+    controls = x.controls_bundle()
+    assert "application/vnd.jupyter.widget-view+json" in controls and x.out.outputs == ()
+    assert controls["text/plain"].startswith("Controls: layout = row-major") and "children" not in controls["text/html"]
+    x.controls["layout"].value = "swizzled"  # a reader moves the control: the redraw lands inside the widget
+    [drawn] = x.out.outputs
+    assert "1 wavefront(s)" in drawn["data"]["text/plain"] and "image/png" in drawn["data"]
+
+
+def test_explore_ladder_draws_its_first_state_and_names_what_was_not_measured():
+    from helpers import Row, explore_ladder
+    from helpers.ladder import Ceiling
+    row = dict(m=4096, k=4096, dtype="fp32", cublas_tflops=50.0, ratio=0.2, correct=True, rel_err=0.0,
+               source="recorded", gpu="H100", date="2026-01-01")
+    rows = [Row(rung="01_naive", n=4096, tflops=10.0, **row), Row(rung="01_warptiled", n=8192, tflops=12.0, **row)]
+    ceilings = {"ffma_peak": Ceiling("ffma_peak", "FFMA peak", 60.0, "TFLOP/s", "recorded", "H100", "2026-01-01")}
+    x = explore_ladder(rows, ceilings)
+    text, figure = x.first_state()
+    assert text["text/plain"] == "not measured at N=4096: 01_warptiled" and "image/png" in figure
+    x.controls["n"].value = 8192
+    assert x.out.outputs[0]["text"] == "not measured at N=8192: 01_naive\n" and "image/png" in x.out.outputs[1]["data"]
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# Chapters whose widget cell still shows only the widget when saved: re-execute them once they use
+# helpers.explore.explorer (or show a plain first state of their own), then drop them from here (strict: a stale
+# entry fails).
+WIDGETS_WITHOUT_A_FIRST_STATE = {"01_fp32_simt", "03_mma_sync", "05_cp_async", "playground"}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "chapters").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_saved_widgets_show_a_first_state_to_a_reader_without_a_kernel(request, path):
+    # The built book and a notebook opened without a kernel cannot draw a widget: beside each one the saved cell
+    # must hold a plain output (its first state), and the widget's own fallback must not be its Python repr.
+    import re
+    import nbformat
+    if path.stem in WIDGETS_WITHOUT_A_FIRST_STATE:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="its widget cell is not re-executed yet"))
+    for cell in nbformat.read(path, as_version=4).cells:
+        outputs = cell.get("outputs", [])
+        for o in (o for o in outputs if WIDGET_VIEW in o.get("data", {})):
+            assert not re.match(r"\w+\(", o["data"].get("text/plain", "")), f"{path.name}: {o['data']['text/plain']}"
+            assert any(WIDGET_VIEW not in x.get("data", {}) for x in outputs), f"{path.name}: a widget alone"
+
+
 def test_record_roundtrip_and_unreadable_file_is_kept(tmp_results):
     results.record("gemm", "01_naive@8x8x8", {"tflops": 1.0})
     results.record("ceilings", "hbm_copy", {"value": 3.0})
@@ -121,8 +174,25 @@ def test_cli_replays_recorded_results_as_json(tmp_path):
     new = {"run", "method", "tflops_iqr", "cublas_iqr", "cublas_ref", "sm_clock_mhz"}
     for row in rows:
         assert old | new <= set(row), sorted((old | new) - set(row))
+        if row["source"] == "not measured":  # a rung added after the recorded run: a line with no number
+            assert results.recorded_gemm(row["rung"], 4096, 4096, 4096) is None and row["tflops"] is None, row
+            assert f"not measured: gemm {row['rung']}@4096x4096x4096 was never recorded" in out.stderr
+            continue
         assert row["source"] == "recorded" and row["n"] == 4096 and 0 < row["ratio"] < 5
+    assert sum(row["source"] == "recorded" for row in rows) >= len(rows) // 2, "most rungs have a recorded row"
     assert "REPLAY" in out.stderr and (tmp_path / "climb.png").stat().st_size > 10_000
+
+
+def test_replay_shows_a_rung_never_recorded_as_not_measured(tmp_results):
+    from helpers import NotRecorded, Row, climb, measure, replay, table
+    with pytest.raises(NotRecorded, match="never recorded"):
+        replay("05_one_stage", 4096)
+    gaps = [replay("05_one_stage", 4096, missing_ok=True), measure("05_warp_64x64", 4096, missing_ok=True)]
+    assert [r.measured for r in gaps] == [False, False] and gaps[0].source == "not measured"
+    assert "05_one_stage                   4096  bf16     not measured" in table(gaps)
+    row = Row("04_swizzle", 4096, 4096, 4096, "bf16", 190.0, 730.0, 0.26, True, 1e-3, "recorded", "H100", "2026-01-01")
+    ax = climb([row, *gaps])  # one bar: the lines with no number are left out, not drawn as zero
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["04_swizzle"]
 
 
 def test_cli_table_and_clear_errors(tmp_path):
@@ -202,3 +272,80 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
     assert "hgmma_peak needs an H100" in report.needs_text("00")
     mixed = report.needs_text("11")
     assert "chapters 06-10 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
+
+
+# ---- chapter 01 figures: the models they draw are the kernels' own index arithmetic ----------------------------
+
+@pytest.mark.parametrize("size", [8, 4096])
+def test_ch01_naive_warp_wastes_seven_eighths_of_each_sector_and_coalesced_none(size):
+    from helpers.figures import CH01_SECTOR, _ch01_warp_sectors
+    naive, coal = _ch01_warp_sectors("01_naive", size=size), _ch01_warp_sectors("01_coalesced", size=size)
+    assert sorted(naive["row"].tolist()) == list(range(32)) and set(naive["col"].tolist()) == {0}  # down a column
+    assert set(coal["row"].tolist()) == {0} and coal["col"].tolist() == list(range(32))             # along a row
+    sectors = {op: (len(naive[op]["sectors"]), len(coal[op]["sectors"])) for op in "ABC"}
+    assert sectors == {"A": (32, 1), "B": (1, 4), "C": (32, 4)}
+    assert naive["A"]["used"] / naive["A"]["moved"] == pytest.approx(1 / 8)
+    assert coal["B"]["used"] == coal["B"]["moved"] == 4 * CH01_SECTOR
+
+
+@pytest.mark.parametrize("rid", ["01_blocktile_2d", "01_vectorized", "01_warptiled"])
+def test_ch01_owner_map_gives_every_thread_tm_by_tn_elements_once(rid):
+    import numpy as np
+    from helpers import build
+    from helpers.figures import _ch01_owner
+    c = build(rid).consts
+    owner = _ch01_owner(rid)
+    assert owner.shape == (c["BM"], c["BN"]) and owner.min() == 0
+    assert (np.bincount(owner.ravel(), minlength=c["THREADS"]) == c["TM"] * c["TN"]).all()
+    warp = owner // 32
+    if rid == "01_warptiled":  # warp w owns the WM x WN tile at (w / WARPS_N, w % WARPS_N)
+        tiles = warp.reshape(c["BM"] // c["WM"], c["WM"], c["BN"] // c["WN"], c["WN"])
+        for i in range(c["BM"] // c["WM"]):
+            for j in range(c["WARPS_N"]):
+                assert (tiles[i, :, j, :] == i * c["WARPS_N"] + j).all()
+        lane0 = np.argwhere(owner == 0)  # lane 0: 2 x 2 patches of 4 x 4, half a warp tile apart
+        assert sorted({int(r) for r in lane0[:, 0]}) == [0, 1, 2, 3, 16, 17, 18, 19]
+        assert sorted({int(col) for col in lane0[:, 1]}) == [0, 1, 2, 3, 32, 33, 34, 35]
+    else:                      # warp w owns full-width strips of 32 * TM * TN / BN rows
+        rows = 32 * c["TM"] * c["TN"] // c["BN"]
+        assert (warp == np.arange(c["BM"])[:, None] // rows).all()
+
+
+def test_ch01_lds128_model_matches_the_sass_and_the_two_way_conflict():
+    from helpers import build
+    from helpers.figures import _ch01_lds128
+    for rid in ("01_vectorized", "01_warptiled"):
+        r, b = rung(rid), build(rid)
+        assert len(_ch01_lds128(rid)) * b.consts["BK"] == b.inventory(r.entry)["LDS.128"]  # one k tile, unrolled
+    vec, warp = _ch01_lds128("01_vectorized"), _ch01_lds128("01_warptiled")
+    assert [(ld["operand"], ld["wavefronts"], ld["ideal"]) for ld in vec] == [("A", 1, 1), ("A", 1, 1),
+                                                                               ("B", 4, 2), ("B", 4, 2)]
+    assert [(ld["wavefronts"], ld["ideal"]) for ld in warp] == [(1, 1)] * 4
+
+
+@pytest.mark.parametrize("name, says", [
+    ("fig_simt_warp_sectors", "32 addresses in 32 sectors -> 1,024 B moved, 128 B used (12.5%)"),
+    ("fig_simt_thread_tiles", "= 32 FLOP per byte"),
+    ("fig_simt_warp_tiles", "= 16,384 = 128 x 128."),
+    ("fig_simt_lds_banks", "1 + 1 + 4 + 4 = 10 wavefronts (ideal 6)"),
+])
+def test_ch01_figures_draw_what_the_models_count(name, says):
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from helpers import build, figures
+    ax = getattr(figures, name)()
+    try:
+        assert isinstance(ax.figure, Figure)
+        texts = [t.get_text() for t in ax.texts]
+        assert any(says in t for t in texts), texts
+        numbers = [int(t) for t in texts if t.isdigit()]
+        if name == "fig_simt_thread_tiles":  # one labelled patch per thread
+            assert sorted(numbers) == list(range(build("01_blocktile_2d").consts["THREADS"]))
+        if name == "fig_simt_warp_tiles":    # warp 0's tile: each of its 32 lanes labels 4 patches
+            assert sorted(numbers) == sorted(list(range(32)) * 4)
+        if name == "fig_simt_warp_sectors":  # one outlined box per sector the model counts, both rungs
+            outlines = [p for p in ax.patches if p.get_facecolor()[3] == 0]
+            s = [figures._ch01_warp_sectors(rid) for rid in ("01_naive", "01_coalesced")]
+            assert len(outlines) == sum(len(d[op]["sectors"]) for d in s for op in "ABC") == 74
+    finally:
+        plt.close(ax.figure)

@@ -3,6 +3,10 @@
 // if those 8 chunks sit at the same offset inside a 128-byte line they hit the same 4 banks, 8 times over.
 // XOR-ing the 16-byte chunk index with bits of the row spreads the 8 rows over the 8 chunk slots of a line,
 // so every phase is conflict-free, and no byte is wasted on padding.
+// For a [rows, 64] bf16 tile (one 128-byte line per row) this is exactly the layout of the hardware's 128-byte
+// swizzle (TMA's CU_TENSOR_MAP_SWIZZLE_128B, the wgmma descriptor's swizzle mode 1): 16-byte chunk c of row r at
+// byte r * 128 + ((c ^ (r % 8)) * 16), provided the tile starts on a 1024-byte boundary, because the hardware XORs
+// address bits 4-6 with bits 7-9. So rung 06's cp.async copies use this function too.
 #pragma once
 
 // Element offset of (row, col) in a [rows, COLS] bf16 tile stored with the swizzle. col must be the first
