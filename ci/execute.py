@@ -7,6 +7,8 @@ written to results/execution.json for the book's status page.
 """
 import datetime as dt
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -40,6 +42,10 @@ def execute_one(path: Path) -> None:
                 gap = ts(s["iopub.execute_input"]) - ts(stamps[i - 1]["shell.execute_reply"]) if i else 0.0
                 if run > 3 or gap > 2:
                     print(f"  code cell {i}: ran {run:.1f} s after a {gap:.1f} s wait")
+    blank = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and re.search(r"^fig_\w+\(", c.source, re.M)
+             and not any("image/png" in o.get("data", {}) for o in c.get("outputs", []))]
+    if blank:
+        sys.exit(f"{path.name}: figure cells {blank} drew no image (is a non-inline matplotlib backend set?)")
 
 
 def main(paths) -> int:
@@ -65,6 +71,9 @@ def main(paths) -> int:
 
 
 if __name__ == "__main__":
+    # The book shows what the kernels draw: with MPLBACKEND=Agg (fine for tests) the kernels would fall back to a
+    # non-interactive backend and every figure cell would be saved with no image at all.
+    os.environ.pop("MPLBACKEND", None)
     if sys.argv[1:2] == ["--one"]:
         execute_one(Path(sys.argv[2]))
     else:

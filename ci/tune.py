@@ -22,7 +22,7 @@ TILES = {"10_beyond_cublas": [{}, {"BN": 192, "WGMMA_N": 192}, {"BN": 128, "WGMM
 
 def variant(r, changes: dict, n: int) -> dict:
     src = apply_config(r.path.read_text(), changes)
-    ok = check(r, 1024, source=src)
+    ok = check(r, 1536, 1536, 512, source=src)  # 1536 = 6 x 256 = 8 x 192 = 12 x 128: every tile divides it
     res = bench(r, n, source=src)
     return {"rung": r.id, "change": changes, "n": n, "tflops": res.kernel.tflops, "cublas_tflops": res.cublas.tflops,
             "ratio": res.ratio, "tflops_iqr": list(res.kernel.tflops_iqr), "cublas_ref": res.cublas_ref,

@@ -2773,13 +2773,14 @@ def _ch10_epilogue_events(chunks: int, write: float = 3.0, fence: float = 0.5, b
     return ev
 
 
-def fig_tma_store_epilogue(ax=None):
+def fig_tma_store_epilogue(rung_id: str = "10_tma_store", ax=None):
     """A schematic timeline (durations made up, order exact) of one consumer warpgroup writing its 64 x BN slice
     of C: BN / C_CHUNK chunks through two shared buffers, with the kernel's fence, named barriers, TMA store,
-    commit and bulk-group waits. Arrows mark the waits that protect a buffer from being rewritten too early."""
+    commit and bulk-group waits. Arrows mark the waits that protect a buffer from being rewritten too early.
+    Step 4 (10_tma_store) writes with st.shared; later steps with stmatrix."""
     from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
-    c = _ch10_consts()
+    c = build(rung(rung_id)).consts
     chunks = c["BN"] // c["C_CHUNK"]
     if c["EPILOGUE"] == 2:  # stmatrix.x4: 4 registers (8 bf16) per lane, 16 columns of a warp's 16 rows
         store, per_thread = "stmatrix", f"{c['C_CHUNK'] // 16} stmatrix.x4"
