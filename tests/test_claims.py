@@ -85,7 +85,7 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
     gb = lambda who, n: f"{_l2(data, who, n, 'dram_read_gb'):.2f} GB"  # noqa: E731
     expected = [
         f"rung 09\n  ({tp('09_setmaxnreg', 4096)} → {tp('10_persistent', 4096)})",
-        f"rung 09 kept the pipe only {tp('09_setmaxnreg', 8192)} busy against {tp('10_persistent', 8192)}",
+        f"rung 09 kept the pipe {tp('09_setmaxnreg', 8192)} busy against {tp('10_persistent', 8192)}",
         f"({hit('10_persistent', 8192)} → {hit('10_grouped', 8192)})",
         f"({gb('10_persistent', 8192)[:-3]} → {gb('10_grouped', 8192)})",
         f"({tp('10_persistent', 8192)} → {tp('10_grouped', 8192)})",
@@ -94,11 +94,49 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
         f"from {tp('10_cluster', 4096)} to {tp(FINAL, 4096)} at N=4096",
         f"from {tp('10_cluster', 8192)} to\n  {tp(FINAL, 8192)} at 8192",
         f"cuBLAS's {tp('cublas', 4096)} and {tp('cublas', 8192)}",
+        f"as busy as before ({tp('10_stmatrix', 4096)} at 4096, {tp('10_stmatrix', 8192)} at 8192)",
     ]
     for phrase in expected:
         assert phrase in text, phrase
     g09, gp = (data["gemm"][results.gemm_key(r, 8192, 8192, 8192)]["tflops"] for r in ("09_setmaxnreg", "10_persistent"))
     assert "a little behind\n  rung 09 there" in text and 0.9 < gp / g09 < 1, (gp, g09)
+    assert abs(_l2(data, "09_setmaxnreg", 8192, "tensor_pipe_pct") - _l2(data, "10_persistent", 8192, "tensor_pipe_pct")) < 3
+
+
+def test_chapter_10_steps_5_and_6_claims_hold(data):
+    """stmatrix: the STS count Nsight Compute saw is the model's, then zero, and nothing else moved. A tile per
+    shape: the factors, ratios and busy fractions the prose quotes at N = 1024 and 3072."""
+    text = " ".join(_markdown("10_beyond_cublas.ipynb").split())
+    assert "exactly the 262,144 `STS` warp instructions the model predicts at N = 4096" in text
+    assert _l2(data, "10_tma_store", 4096, "shared_store_inst") == 262144 == (4096 // 128) * (4096 // 256) * 8 * 64
+    assert _l2(data, "10_stmatrix", 4096, "shared_store_inst") == 0
+    for n in (4096, 8192):
+        assert abs(_l2(data, "10_tma_store", n, "tensor_pipe_pct") - _l2(data, "10_stmatrix", n, "tensor_pipe_pct")) < 0.5
+        assert abs(_ratio(data, "10_stmatrix", n) - _ratio(data, "10_tma_store", n)) < 0.005  # "a few tenths of a point"
+    g = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
+    f3072, f1024 = (g(FINAL, n)["tflops"] / g("10_stmatrix", n)["tflops"] for n in (3072, 1024))
+    assert "1.25 times as fast as the 128 × 256 one (the napkin said 1.29)" in text and round(f3072, 2) == 1.25
+    assert "gains a factor of 1.47" in text and round(f1024, 2) == 1.47
+    assert g(FINAL, 3072)["tile"] == [128, 192] and g(FINAL, 1024)["tile"] == [128, 128]
+    assert g(FINAL, 4096)["tile"] == [128, 256] and g(FINAL, 8192)["tile"] == [128, 256]
+    assert "from three quarters of cuBLAS to 94%" in text and round(100 * _ratio(data, FINAL, 3072)) == 94
+    assert 0.72 <= _ratio(data, "10_stmatrix", 3072) <= 0.78
+    busy = lambda who: round(_l2(data, who, 3072, "sm_busy_pct"))  # noqa: E731
+    assert f"SMs busy {busy(FINAL)}% of the kernel instead of {busy('10_stmatrix')}%" in text
+    assert f"cuBLAS's own {busy('cublas')}%" in text
+    assert (f"N = 3072 from {round(100 * _ratio(data, '10_stmatrix', 3072))}% to {round(100 * _ratio(data, FINAL, 3072))}% "
+            f"of cuBLAS and N = 1024 from {round(100 * _ratio(data, '10_stmatrix', 1024))}% to "
+            f"{round(100 * _ratio(data, FINAL, 1024))}%") in text
+
+
+def test_the_tile_rates_the_registry_uses_are_what_the_run_measured(data):
+    from helpers.registry import MID_RATE, NARROW_RATE
+    v = lambda change, n: data["variants"][f"{FINAL}:{json.dumps(change, sort_keys=True)}@{n}"]["tflops"]  # noqa: E731
+    for change, rate in (({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)):
+        got = [v(change, n) / v({}, n) for n in (6144, 12288)]
+        assert all(abs(x - rate) <= 0.03 for x in got), (change, got, rate)
+    text = _markdown("10_beyond_cublas.ipynb")
+    assert "0.98-0.99 for 128 × 192 and 0.83-0.84 for 128 × 128" in text
 
 
 def test_chapter_10_power_and_variant_claims_hold(data):
@@ -111,20 +149,24 @@ def test_chapter_10_power_and_variant_claims_hold(data):
         burst = data["gemm"][results.gemm_key(FINAL, s["n"], s["n"], s["n"])]
         for held, fast in ((s["tflops"], burst["tflops"]), (s["cublas_tflops"], burst["cublas_tflops"])):
             assert 0.11 <= 1 - held / fast <= 0.15, (held, fast)
-        assert abs(s["ratio"] - 1) <= 0.015, s["ratio"]  # "within about a point either way"
+        assert 0.98 <= s["ratio"] < 1, s["ratio"]  # "behind it by under two points"
     assert (f"{sus[0]['pj_per_flop']:.2f} against {sus[0]['cublas_pj_per_flop']:.2f} at N=4096, "
             f"{sus[1]['pj_per_flop']:.2f} against {sus[1]['cublas_pj_per_flop']:.2f} at 8192") in text
     roof = data["ceilings"]["hgmma_peak_random"]["value"]
     shares = [t / roof for s in sus for t in (s["tflops"], s["cublas_tflops"])]
-    assert "74-79% of the power-limited wgmma ceiling" in text and all(0.735 <= x < 0.795 for x in shares), shares
+    assert "75-79% of the power-limited wgmma ceiling" in text and all(0.745 <= x < 0.795 for x in shares), shares
     v = lambda change, n: data["variants"][f"{FINAL}:{json.dumps(change, sort_keys=True)}@{n}"]["ratio"]  # noqa: E731
     base = {n: v({}, n) for n in (2048, 4096, 8192)}
     assert all(abs(v({"GROUP_M": g}, n) - base[n]) < 0.015 for g in (4, 16) for n in base)
     assert f"costs {100 * (base[8192] - v({'SCHEDULE': 0}, 8192)):.0f} points at N=8192" in text
     assert (f"costs {100 * (base[4096] - v({'CLUSTER': 1}, 4096)):.0f}\npoints at N=4096 and "
             f"{100 * (base[8192] - v({'CLUSTER': 1}, 8192)):.0f} at 8192") in text
-    assert "lands at 93-94% of cuBLAS" in text
-    assert all(0.925 <= v(c, 2048) < 0.945 for c in ({}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}))
+    assert (f"four C buffers cost {100 * (base[4096] - v({'C_BUFFERS': 4}, 4096)):.0f} points\nat 4096 and "
+            f"{100 * (base[8192] - v({'C_BUFFERS': 4}, 8192)):.0f} at 8192") in text
+    assert all(v({"C_BUFFERS": 4}, n) < base[n] for n in base)
+    assert "lands at 92-93% of cuBLAS" in text and "Clusters of one reach 98% there" in text
+    assert all(0.915 <= v(c, 2048) < 0.935 for c in ({}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"C_BUFFERS": 4}))
+    assert round(100 * v({"CLUSTER": 1}, 2048)) == 98 and "though at full waves they lose 8-12 points" in text
 
 
 def test_chapter_11_claims_hold(data):
@@ -138,17 +180,22 @@ def test_chapter_11_claims_hold(data):
         assert abs(_ratio(data, FINAL, n) - 1) <= 0.04, n
     for n in (4096, 6144, 8192, 16384):
         assert abs(_ratio(data, FINAL, n) - 1) <= 0.025, n  # "level": within about 2%
-    assert 0.03 <= 1 - _ratio(data, FINAL, 12288) <= 0.05  # "a few points behind at 12288"
-    assert f"the gap narrows to {100 * (1 - _ratio(data, FINAL, 2048)):.0f} points" in text
+    assert "about three points behind at 12288" in text and 0.025 <= 1 - _ratio(data, FINAL, 12288) <= 0.035
+    gap = f"{100 * (1 - _ratio(data, FINAL, 2048)):.0f}"
+    assert f"the gap narrows to {gap} points" in text
     clusters = data["grids"][FINAL]["clusters"]
-    assert f"16 cluster tiles leave {clusters - 16} of the {clusters} clusters" in text
-    w = waves(3072, 3072, 256, 256, clusters)
-    assert f"busy only {w['efficiency']:.0%} of that time" in text and w["busiest"] == 3
-    assert "about three quarters of cuBLAS" in text and 0.72 <= _ratio(data, FINAL, 3072) <= 0.78
+    narrow = waves(1024, 1024, 256, 128, clusters)
+    assert f"32 cluster tiles leave {clusters - narrow['tiles']} of the\n{clusters} clusters" in text and narrow["tiles"] == 32
+    w, mid = waves(3072, 3072, 256, 256, clusters), waves(3072, 3072, 256, 192, clusters)
+    assert f"busy only {w['efficiency']:.0%} of that time" in text and w["busiest"] == 3 == mid["busiest"]
+    assert f"keep it {mid['efficiency']:.0%} busy" in text
+    assert f"reaches {100 * _ratio(data, FINAL, 3072):.0f}% of cuBLAS" in text
+    assert f"{gap} behind at 2048 and 3072" in text and f"{100 * (1 - _ratio(data, FINAL, 3072)):.0f}" == gap
     odd = {s: _ratio(data, FINAL, *s) for s in ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192),
                                                   (12288, 12288, 4096))}
     assert f"{100 * (1 - odd[(8192, 8192, 1024)]):.0f} points behind on the short-K shape" in text
-    assert all(0.01 <= 1 - r <= 0.03 for s, r in odd.items() if s[2] != 1024), odd
+    assert "level or within 3 points on three of the\n  four non-square shapes" in text
+    assert all(0 <= 1 - r <= 0.03 for s, r in odd.items() if s[2] != 1024), odd
 
 
 def test_chapter_00_explains_its_gaps_with_what_it_recorded(data):
@@ -186,8 +233,12 @@ def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
     assert "well below its two-thirds shared-memory bound" in ch06
     assert all(t("06_wgmma_m64n64", n) < 0.6 * data["ceilings"]["hgmma_peak"]["value"] for n in sizes)
     ch07 = _markdown("07_tma.ipynb")
-    assert "ahead at both sizes\nby about an eighth to a quarter" in ch07
-    assert all(1.125 <= t("07_tma", n) / t("06_wgmma_wide", n) <= 1.25 for n in sizes)
+    assert "ahead at both sizes\nby about an eighth to a quarter" in ch07  # the napkin's words
+    assert "ahead at both sizes, but the napkin holds only at\nN = 4096" in ch07
+    assert 1.125 <= t("07_tma", 4096) / t("06_wgmma_wide", 4096) <= 1.25
+    assert 1.0 < t("07_tma", 8192) / t("06_wgmma_wide", 8192) < 1.125
+    q1, q3 = data["gemm"][results.gemm_key("07_tma", 8192, 8192, 8192)]["tflops_iqr"]
+    assert "runs 8% or more above the median" in ch07 and round(q3 / t("07_tma", 8192) - 1, 2) >= 0.08
     ch08 = _markdown("08_warp_specialization.ipynb")
     assert "rung 08 is slower than rung 07 at both sizes, and much slower at N =\n8192" in ch08
     assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
@@ -210,6 +261,15 @@ def test_the_warp_level_chapters_compare_rungs_as_the_run_measured(data):
     assert "below a third of the `mma.sync`\nprobe" in ch04 and t("04_swizzle", 4096) < c["hmma_peak"]["value"] / 3
     ch05 = _markdown("05_cp_async.ipynb")
     assert "The double buffer is the big step over rung 04 at both sizes" in ch05
+    factor = lambda a, b, n: f"×{t(b, n) / t(a, n):.2f}"  # noqa: E731
+    chain = ("04_swizzle", "05_warp_64x64", "05_one_stage", "05_double_buffer", "05_cp_async")
+    said = {"05_warp_64x64": "The warp tile** buys", "05_one_stage": "on its own** buys",
+            "05_double_buffer": "The overlap** buys", "05_cp_async": "The depth** buys"}
+    for a, b in zip(chain, chain[1:]):
+        assert f"{said[b]} {factor(a, b, 4096)} at N = 4096 and {factor(a, b, 8192)} at 8192" in ch05 \
+            or f"{said[b]} {factor(a, b, 4096)} and {factor(a, b, 8192)}" in ch05, b
+    assert all(t("05_one_stage", n) / t("05_warp_64x64", n) < 1.05 for n in sizes)  # "about x1.0"
+    assert all(t("05_warp_64x64", n) / t("04_swizzle", n) < 2 for n in sizes)      # "short of the x2 ceiling"
     for n in sizes:
         first, second = t("05_double_buffer", n) / t("04_swizzle", n), t("05_cp_async", n) / t("05_double_buffer", n)
         assert first > second > 1, (n, first, second)
@@ -228,8 +288,9 @@ def test_chapter_09_compares_rungs_as_the_run_measured(data):
     assert "Rung 09 is faster than rung 08 at both sizes" in ch09
     assert 1.15 <= t("09_setmaxnreg", 4096) / t("08_warp_specialized", 4096) < 4 / 3
     assert t("09_setmaxnreg", 8192) / t("08_warp_specialized", 8192) > 1.5
-    assert "rung 09 is ahead at both sizes, by about a tenth" in ch09
-    assert all(1.05 <= t("09_setmaxnreg", n) / t("07_tma", n) <= 1.15 for n in (4096, 8192))
+    assert "rung 09 is ahead at both sizes: by 8% at N = 4096" in ch09 and "by a fifth at 8192" in ch09
+    assert round(t("09_setmaxnreg", 4096) / t("07_tma", 4096) - 1, 2) == 0.08
+    assert 1.15 <= t("09_setmaxnreg", 8192) / t("07_tma", 8192) <= 1.25
     s08, s09 = (summary(data["timeline"][f"{r}@4096"]) for r in ("08_warp_specialized", "09_setmaxnreg"))
     assert "median tile close to\nthat floor" in ch09 and max(s09["cycles_per_tile"]) <= 1.15 * 1024
     share = lambda s: sum(w / c for w, c in zip(s["wait_for_data_cycles"], s["cycles_per_tile"])) / 2  # noqa: E731
