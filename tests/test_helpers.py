@@ -113,7 +113,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Chapters whose widget cell still shows only the widget when saved: re-execute them once they use
 # helpers.explore.explorer (or show a plain first state of their own), then drop them from here (strict: a stale
 # entry fails).
-WIDGETS_WITHOUT_A_FIRST_STATE = {"playground"}
+WIDGETS_WITHOUT_A_FIRST_STATE: set = set()
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "chapters").glob("*.ipynb")), ids=lambda p: p.stem)
