@@ -111,6 +111,11 @@ RUNGS: tuple[Rung, ...] = (
     Rung("08_warp_specialized", "producer/consumer warpgroups, full/empty ring", "gemm_warp_specialized",
          dtype="bf16", divides=_TILED, **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x128x16.F32.BF16", tma=True),
          target=(500, 4096, "tflops")),
+    # Rung 08's ring with rung 07's tile: against 07 it isolates warp specialization, against 09 setmaxnreg (both
+    # hold the 128 x 256 tile in 4 stages; without setmaxnreg ptxas fits it under the 168-register cap).
+    Rung("08_same_tile", "rung 08's ring, rung 07's 128x256 tile", "gemm_warp_specialized", dtype="bf16",
+         divides=_TILED, file="08_warp_specialized", config={"WGMMA_N": 256, "BN": 256},
+         **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
     Rung("09_setmaxnreg", "setmaxnreg 24/240, 128x256 tiles", "gemm_setmaxnreg", dtype="bf16", divides=_TILED,
          **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", tma=True),
          target=(620, 4096, "tflops")),
