@@ -71,8 +71,8 @@ def test_level_with_cublas_and_not_ahead_is_what_the_final_rung_measured(data):
     for where, text in texts.items():
         if "level with cuBLAS" in text:
             assert all(0.97 <= x <= 1.03 for x in ratios), (where, ratios)
-        if "within about 2%" in text:
-            assert all(abs(x - 1) <= 0.025 for x in ratios), (where, ratios)
+        if "within about 3%" in text:
+            assert all(abs(x - 1) <= 0.03 for x in ratios), (where, ratios)
         if re.search(r"not ahead|below it everywhere|behind it", text):
             assert all(x < 1 for x in ratios), (where, ratios)
         assert not re.search(r"\bbeats? cuBLAS|ahead of cuBLAS|above cuBLAS", text), where
@@ -84,8 +84,8 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
     hit = lambda who, n: f"{_l2(data, who, n, 'l2_hit_pct'):.0f}%"  # noqa: E731
     gb = lambda who, n: f"{_l2(data, who, n, 'dram_read_gb'):.2f} GB"  # noqa: E731
     expected = [
-        f"rung 09\n  ({tp('09_setmaxnreg', 4096)} → {tp('10_persistent', 4096)})",
         f"rung 09 kept the pipe {tp('09_setmaxnreg', 8192)} busy against {tp('10_persistent', 8192)}",
+        f"back at {tp('10_cluster', 8192)} at N=8192",
         f"({hit('10_persistent', 8192)} → {hit('10_grouped', 8192)})",
         f"({gb('10_persistent', 8192)[:-3]} → {gb('10_grouped', 8192)})",
         f"({tp('10_persistent', 8192)} → {tp('10_grouped', 8192)})",
@@ -93,6 +93,7 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
         f"back at {tp('10_cluster', 8192)} at N=8192",
         f"from {tp('10_cluster', 4096)} to {tp(FINAL, 4096)} at N=4096",
         f"from {tp('10_cluster', 8192)} to\n  {tp(FINAL, 8192)} at 8192",
+        f"about as busy as in rung 09\n  ({tp('09_setmaxnreg', 4096)} → {tp('10_persistent', 4096)})",
         f"cuBLAS's {tp('cublas', 4096)} and {tp('cublas', 8192)}",
         f"as busy as before ({tp('10_stmatrix', 4096)} at 4096, {tp('10_stmatrix', 8192)} at 8192)",
     ]
@@ -101,6 +102,7 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
     g09, gp = (data["gemm"][results.gemm_key(r, 8192, 8192, 8192)]["tflops"] for r in ("09_setmaxnreg", "10_persistent"))
     assert "a little behind\n  rung 09 there" in text and 0.9 < gp / g09 < 1, (gp, g09)
     assert abs(_l2(data, "09_setmaxnreg", 8192, "tensor_pipe_pct") - _l2(data, "10_persistent", 8192, "tensor_pipe_pct")) < 3
+    assert abs(_l2(data, "09_setmaxnreg", 4096, "tensor_pipe_pct") - _l2(data, "10_persistent", 4096, "tensor_pipe_pct")) < 3
 
 
 def test_chapter_10_steps_5_and_6_claims_hold(data):
@@ -115,7 +117,7 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
         assert abs(_ratio(data, "10_stmatrix", n) - _ratio(data, "10_tma_store", n)) < 0.005  # "a few tenths of a point"
     g = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
     f3072, f1024 = (g(FINAL, n)["tflops"] / g("10_stmatrix", n)["tflops"] for n in (3072, 1024))
-    assert "1.25 times as fast as the 128 × 256 one (the napkin said 1.29)" in text and round(f3072, 2) == 1.25
+    assert f"{f3072:.2f} times as fast as the 128 × 256 one (the napkin said 1.29)" in text and 1.2 <= f3072 <= 1.3
     assert "gains a factor of 1.47" in text and round(f1024, 2) == 1.47
     assert g(FINAL, 3072)["tile"] == [128, 192] and g(FINAL, 1024)["tile"] == [128, 128]
     assert g(FINAL, 4096)["tile"] == [128, 256] and g(FINAL, 8192)["tile"] == [128, 256]
@@ -136,16 +138,19 @@ def test_the_tile_rates_the_registry_uses_are_what_the_run_measured(data):
         got = [v(change, n) / v({}, n) for n in (6144, 12288)]
         assert all(abs(x - rate) <= 0.03 for x in got), (change, got, rate)
     text = _markdown("10_beyond_cublas.ipynb")
-    assert "0.98-0.99 for 128 × 192 and 0.83-0.84 for 128 × 128" in text
+    assert "about 0.97 for 128 × 192 and 0.84-0.86 for 128 × 128" in " ".join(text.split())
+    got = {c: [v(ch, n) / v({}, n) for n in (6144, 12288)] for c, ch in ((192, {"BN": 192, "WGMMA_N": 192}),
+                                                                       (128, {"BN": 128, "WGMMA_N": 128}))}
+    assert all(abs(x - 0.97) < 0.01 for x in got[192]) and all(0.835 <= x < 0.865 for x in got[128]), got
 
 
 def test_chapter_10_power_and_variant_claims_hold(data):
     text = _markdown("10_beyond_cublas.ipynb")
     sus = [data["sustained"][f"{FINAL}@{n}"] for n in (4096, 8192)]
-    assert "about 700-750 W" in text and "1,350-1,410 MHz" in text and "lose 11-15% of their burst rate" in text
+    assert "about 700-750 W" in text and "1,320-1,370 MHz" in text and "lose 11-15% of their burst rate" in text
     for s in sus:
         assert all(700 <= s[w] <= 750 for w in ("power_w", "cublas_power_w")), s
-        assert all(1350 <= s[c] <= 1410 for c in ("sm_clock_mhz", "cublas_sm_clock_mhz")), s
+        assert all(1320 <= s[c] <= 1370 for c in ("sm_clock_mhz", "cublas_sm_clock_mhz")), s
         burst = data["gemm"][results.gemm_key(FINAL, s["n"], s["n"], s["n"])]
         for held, fast in ((s["tflops"], burst["tflops"]), (s["cublas_tflops"], burst["cublas_tflops"])):
             assert 0.11 <= 1 - held / fast <= 0.15, (held, fast)
@@ -161,12 +166,13 @@ def test_chapter_10_power_and_variant_claims_hold(data):
     assert f"costs {100 * (base[8192] - v({'SCHEDULE': 0}, 8192)):.0f} points at N=8192" in text
     assert (f"costs {100 * (base[4096] - v({'CLUSTER': 1}, 4096)):.0f}\npoints at N=4096 and "
             f"{100 * (base[8192] - v({'CLUSTER': 1}, 8192)):.0f} at 8192") in text
-    assert (f"four C buffers cost {100 * (base[4096] - v({'C_BUFFERS': 4}, 4096)):.0f} points\nat 4096 and "
-            f"{100 * (base[8192] - v({'C_BUFFERS': 4}, 8192)):.0f} at 8192") in text
+    worst = max(round(100 * (base[n] - v({"C_BUFFERS": 4}, n))) for n in base)
+    assert f"four C buffers never help, costing up\nto {worst} points" in text
     assert all(v({"C_BUFFERS": 4}, n) < base[n] for n in base)
-    assert "lands at 92-93% of cuBLAS" in text and "Clusters of one reach 98% there" in text
-    assert all(0.915 <= v(c, 2048) < 0.935 for c in ({}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"C_BUFFERS": 4}))
-    assert round(100 * v({"CLUSTER": 1}, 2048)) == 98 and "though at full waves they lose 8-12 points" in text
+    assert "lands at 92-94% of cuBLAS" in text and "Clusters of one reach 97% there" in text
+    assert all(0.915 <= v(c, 2048) < 0.945 for c in ({}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"C_BUFFERS": 4}))
+    assert round(100 * v({"CLUSTER": 1}, 2048)) == 97 and "though at full waves they\nlose 6-12 points" in text
+    assert all(6 <= round(100 * (base[n] - v({"CLUSTER": 1}, n))) <= 12 for n in (4096, 8192))
 
 
 def test_chapter_11_claims_hold(data):
@@ -175,12 +181,9 @@ def test_chapter_11_claims_hold(data):
     assert "falls below half of cuBLAS" in text
     for shape in ((12288,), (16384,), (4096, 16384, 4096)):
         assert _ratio(data, "09_setmaxnreg", *shape) < 0.5, shape
-    assert "within 4% of cuBLAS at every size from 4096 up: level at 4096,\n6144, 8192 and 16384" in text
+    assert "level with cuBLAS, within about 3%, at every size from 4096 up to\n16384" in text
     for n in (4096, 6144, 8192, 12288, 16384):
-        assert abs(_ratio(data, FINAL, n) - 1) <= 0.04, n
-    for n in (4096, 6144, 8192, 16384):
-        assert abs(_ratio(data, FINAL, n) - 1) <= 0.025, n  # "level": within about 2%
-    assert "about three points behind at 12288" in text and 0.025 <= 1 - _ratio(data, FINAL, 12288) <= 0.035
+        assert abs(_ratio(data, FINAL, n) - 1) <= 0.031, n  # "within about 3%"
     gap = f"{100 * (1 - _ratio(data, FINAL, 2048)):.0f}"
     assert f"the gap narrows to {gap} points" in text
     clusters = data["grids"][FINAL]["clusters"]
@@ -190,12 +193,12 @@ def test_chapter_11_claims_hold(data):
     assert f"busy only {w['efficiency']:.0%} of that time" in text and w["busiest"] == 3 == mid["busiest"]
     assert f"keep it {mid['efficiency']:.0%} busy" in text
     assert f"reaches {100 * _ratio(data, FINAL, 3072):.0f}% of cuBLAS" in text
-    assert f"{gap} behind at 2048 and 3072" in text and f"{100 * (1 - _ratio(data, FINAL, 3072)):.0f}" == gap
+    assert f"{gap} behind at 2048, {100 * (1 - _ratio(data, FINAL, 3072)):.0f} at 3072" in text
     odd = {s: _ratio(data, FINAL, *s) for s in ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192),
                                                   (12288, 12288, 4096))}
     assert f"{100 * (1 - odd[(8192, 8192, 1024)]):.0f} points behind on the short-K shape" in text
-    assert "level or within 3 points on three of the\n  four non-square shapes" in text
-    assert all(0 <= 1 - r <= 0.03 for s, r in odd.items() if s[2] != 1024), odd
+    assert "within 4 points on three of the four non-square shapes" in text
+    assert all(0 <= 1 - r <= 0.04 for s, r in odd.items() if s[2] != 1024), odd
 
 
 def test_chapter_00_explains_its_gaps_with_what_it_recorded(data):
@@ -237,8 +240,8 @@ def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
     assert "ahead at both sizes, but the napkin holds only at\nN = 4096" in ch07
     assert 1.125 <= t("07_tma", 4096) / t("06_wgmma_wide", 4096) <= 1.25
     assert 1.0 < t("07_tma", 8192) / t("06_wgmma_wide", 8192) < 1.125
-    q1, q3 = data["gemm"][results.gemm_key("07_tma", 8192, 8192, 8192)]["tflops_iqr"]
-    assert "runs 8% or more above the median" in ch07 and round(q3 / t("07_tma", 8192) - 1, 2) >= 0.08
+    assert "N = 4096 (a seventh); at 8192 the step shrinks to a few percent" in ch07
+    assert 0.13 <= t("07_tma", 4096) / t("06_wgmma_wide", 4096) - 1 <= 0.16 and t("07_tma", 8192) / t("06_wgmma_wide", 8192) < 1.06
     ch08 = _markdown("08_warp_specialization.ipynb")
     assert "rung 08 is slower than rung 07 at both sizes, and much slower at N =\n8192" in ch08
     assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
@@ -288,9 +291,12 @@ def test_chapter_09_compares_rungs_as_the_run_measured(data):
     assert "Rung 09 is faster than rung 08 at both sizes" in ch09
     assert 1.15 <= t("09_setmaxnreg", 4096) / t("08_warp_specialized", 4096) < 4 / 3
     assert t("09_setmaxnreg", 8192) / t("08_warp_specialized", 8192) > 1.5
-    assert "rung 09 is ahead at both sizes: by 8% at N = 4096" in ch09 and "by a fifth at 8192" in ch09
-    assert round(t("09_setmaxnreg", 4096) / t("07_tma", 4096) - 1, 2) == 0.08
-    assert 1.15 <= t("09_setmaxnreg", 8192) / t("07_tma", 8192) <= 1.25
+    assert "rung 09 is ahead at both sizes: by 9% at N = 4096" in ch09 and "by nearly a quarter at 8192" in ch09
+    assert round(t("09_setmaxnreg", 4096) / t("07_tma", 4096) - 1, 2) == 0.09
+    assert 1.2 <= t("09_setmaxnreg", 8192) / t("07_tma", 8192) < 1.25
+    said = " ".join(ch09.split())
+    for n, where in ((4096, "of it at N = 4096"), (8192, "at 8192")):
+        assert f"×{t('09_setmaxnreg', n) / t('08_same_tile', n):.2f} {where}" in said, n
     s08, s09 = (summary(data["timeline"][f"{r}@4096"]) for r in ("08_warp_specialized", "09_setmaxnreg"))
     assert "median tile close to\nthat floor" in ch09 and max(s09["cycles_per_tile"]) <= 1.15 * 1024
     share = lambda s: sum(w / c for w, c in zip(s["wait_for_data_cycles"], s["cycles_per_tile"])) / 2  # noqa: E731
@@ -322,3 +328,17 @@ def test_chapters_02_and_03_compare_rungs_as_the_run_measured(data):
     assert "126 TFLOP/s" in ch03 and round(ceiling) == 126 and all(t("03_mma_sync", n) < ceiling for n in sizes)
     bc = data["bank_conflicts"]["03_mma_sync"]
     assert abs(bc["measured_degree"] - bc["computed_degree"]) < 0.01
+
+
+def test_chapter_08_same_tile_claims_hold(data):
+    """The tile held fixed: the roles alone against rung 07, the smaller tile, and setmaxnreg alone."""
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    text = " ".join(_markdown("08_warp_specialization.ipynb").split())
+    roles = {n: t("08_same_tile", n) / t("07_tma", n) for n in (4096, 8192)}
+    assert f"make the kernel {roles[4096]:.2f} times as fast as rung 07" in text and 1.05 <= roles[4096] <= 1.15
+    assert f"the same comparison gives {roles[8192]:.2f}" in text and roles[8192] > roles[4096]
+    shrink = {n: t("08_warp_specialized", n) / t("08_same_tile", n) for n in (4096, 8192)}
+    assert "costs a fifth at 4096 and two fifths at 8192" in text
+    assert 0.75 <= shrink[4096] <= 0.85 and 0.55 <= shrink[8192] <= 0.65, shrink
+    alone = [t("09_setmaxnreg", n) / t("08_same_tile", n) for n in (4096, 8192)]
+    assert f"(×{alone[0]:.2f} and ×{alone[1]:.2f})" in text and all(abs(x - 1) < 0.02 for x in alone)
