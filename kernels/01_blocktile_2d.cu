@@ -1,7 +1,8 @@
 // Rung 01_blocktile_2d: FP32 SIMT baseline, step 4 of 6.
 // Builds on: 01_smem_tiled. Each thread now owns a TM x TN = 8 x 8 patch of C instead of one element.
 // Per k it reads TM values of A and TN values of B from shared memory into registers and does TM*TN FFMAs
-// on them: 16 shared loads feed 64 FFMAs, where the previous rung needed 2 loads per FFMA.
+// on them: 16 values from shared memory feed 64 FFMAs, where the previous rung needed 2 loads per FFMA. (ptxas
+// fetches them 16 bytes at a time: with the k loop unrolled it reads each of the thread's 8 rows of sA whole.)
 // The block tile grows to 128 x 128, so each global element is reused 128 times.
 // New PTX: none.  Requires: any CUDA GPU (built for sm_90a here).
 //

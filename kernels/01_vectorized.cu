@@ -2,8 +2,9 @@
 // Builds on: 01_blocktile_2d. Same tiles and thread patches; the memory instructions get wider:
 //  - global loads and stores move 16 bytes (float4) per thread: LDG.E.128 / STG.E.128;
 //  - A is stored TRANSPOSED in shared memory ([BK, BM]) so a thread's 8 A values for one k are contiguous
-//    and come in as two 16-byte shared loads (LDS.128), like the 8 B values do.
-// One LDS.128 replaces four LDS.32, so the issue slots they free go to FFMAs.
+//    and come in as two 16-byte shared loads (LDS.128), like the 8 B values do. (ptxas had already found
+//    LDS.128 for rung 4 by reading whole rows of sA across the unrolled k loop; here the source says it.)
+// The wider global instructions also leave ptxas at 125 registers instead of 130: two blocks fit per SM.
 // New PTX: none (ld.global.v4.f32, ld.shared.v4.f32 come from float4).  Requires: any CUDA GPU (built for sm_90a).
 //
 // C[M,N] = A[M,K] @ B[K,N], fp32, row-major; M, N multiples of 128, K a multiple of 8, 16-byte aligned rows.

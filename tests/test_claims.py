@@ -342,3 +342,19 @@ def test_chapter_08_same_tile_claims_hold(data):
     assert 0.75 <= shrink[4096] <= 0.85 and 0.55 <= shrink[8192] <= 0.65, shrink
     alone = [t("09_setmaxnreg", n) / t("08_same_tile", n) for n in (4096, 8192)]
     assert f"(×{alone[0]:.2f} and ×{alone[1]:.2f})" in text and all(abs(x - 1) < 0.02 for x in alone)
+
+
+def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
+    from helpers import build, rung
+    from helpers.explore import blocks_per_sm
+    text = " ".join(_markdown("01_fp32_simt.ipynb").split())
+    b4, b5 = (build(rung(r)) for r in ("01_blocktile_2d", "01_vectorized"))
+    for b, r in ((b4, "01_blocktile_2d"), (b5, "01_vectorized")):
+        inv = b.inventory(rung(r).entry)
+        assert inv.get("LDS.128") == 32 and not any(op == "LDS" or op.startswith("LDS.32") for op in inv), inv
+    regs = [b.resources[rung(r).entry].registers for b, r in ((b4, "01_blocktile_2d"), (b5, "01_vectorized"))]
+    assert f"the register count: {regs[1]} instead of {regs[0]}" in text
+    fits = [blocks_per_sm(x, 256, 8192 + 1024)["blocks"] for x in regs]
+    assert fits == [1, 2] and "one block per SM" in text and "two blocks fit" in text
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    assert "more than doubles" in text and all(t("01_vectorized", n) > 2 * t("01_blocktile_2d", n) for n in (4096, 8192))
