@@ -1,0 +1,433 @@
+"""FP8 on the CPU, for chapter 12: the two 8-bit formats Hopper's tensor cores read, how a tensor is scaled into
+one, and how much error that costs, as small NumPy functions the tests check bit for bit.
+
+    FORMATS / spec(name)         the bit layout of e4m3, e5m2 (and bf16, for comparison): bias, range, precision
+    encode(x, fmt) / decode(c)   float -> 8-bit code (round to nearest even, saturating like PTX cvt) and back
+    grid(fmt) / spacing(x, fmt)  every finite value, and the gap from x to the next one up
+    per_tensor_scale / quantize  amax scaling, and the codes plus dequantized values it gives
+    gemm(a8, b8, sa, sb)         a NumPy model of the kernel: exact products, float32 sums per k-block, bf16 C
+    matmul_error_bound(k)        what an FP8 GEMM may differ from an exact matmul of its own (dequantized) inputs
+    quantization_error(k)        what FP8 costs against the original data, per value and per K-long dot product
+    scaling_demo(rng)            flushed, saturated and dot-product error of outlier-heavy data, scaled or not
+    stage(bm, bn, bk, itemsize)  bytes and FLOP of one ring stage, for bf16 against FP8 tiles
+
+Vocabulary: a *code* is the raw bit pattern (uint8; uint16 for bf16); its *value* is what it decodes to. Nothing
+here needs a GPU; ml_dtypes (float8_e4m3fn, float8_e5m2, bfloat16) is the independent check in tests/test_fp8.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .check import BOUND_C, EPS_ACC, ROUND_OUT
+
+
+# ---- the formats --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Format:
+    """A binary floating-point format with a sign bit, `exp_bits` of biased exponent and `man_bits` of fraction.
+
+    `ieee` says what the all-ones exponent means. True (e5m2, bf16): infinities (fraction 0) and NaNs, as in
+    IEEE 754. False (e4m3, NVIDIA's and OCP's "e4m3fn"): ordinary numbers, except S.1111.111, the only NaN; there is
+    no infinity, which buys e4m3 one more binade (256 to 448). `nan_code` is the positive NaN pattern an encoder
+    writes (ml_dtypes' choice; the sign bit of the input is kept)."""
+    name: str
+    exp_bits: int
+    man_bits: int
+    bias: int
+    ieee: bool
+    nan_code: int
+
+    @property
+    def bits(self) -> int:
+        return 1 + self.exp_bits + self.man_bits
+
+    @property
+    def top_exponent(self) -> int:
+        """The largest biased exponent that holds finite numbers."""
+        return 2**self.exp_bits - (2 if self.ieee else 1)
+
+    @property
+    def max_finite(self) -> float:
+        # e4m3 loses only its all-ones fraction (the NaN) in the top binade: 1.110b x 2^8 = 448
+        fraction = 2**self.man_bits - (1 if self.ieee else 2)
+        return float(np.ldexp(1.0 + fraction / 2**self.man_bits, self.top_exponent - self.bias))
+
+    @property
+    def min_normal(self) -> float:
+        return float(np.ldexp(1.0, 1 - self.bias))
+
+    @property
+    def min_subnormal(self) -> float:
+        return float(np.ldexp(1.0, 1 - self.bias - self.man_bits))
+
+    @property
+    def eps(self) -> float:
+        """The relative step in the normal range: the gap above 1.0 is 2^-man_bits."""
+        return 2.0**-self.man_bits
+
+    @property
+    def unit_roundoff(self) -> float:
+        """The largest relative error of rounding to nearest in the normal range: half the relative step."""
+        return 2.0**-(self.man_bits + 1)
+
+    @property
+    def code_dtype(self):
+        return np.uint8 if self.bits == 8 else np.uint16
+
+
+FORMATS = {
+    "e4m3": Format("e4m3", exp_bits=4, man_bits=3, bias=7, ieee=False, nan_code=0x7F),
+    "e5m2": Format("e5m2", exp_bits=5, man_bits=2, bias=15, ieee=True, nan_code=0x7E),
+    "bf16": Format("bf16", exp_bits=8, man_bits=7, bias=127, ieee=True, nan_code=0x7FC0),
+}
+FP32 = Format("fp32", exp_bits=8, man_bits=23, bias=127, ieee=True, nan_code=0x7FC00000)
+
+
+def spec(name: str | Format) -> Format:
+    """The Format called `name` ("e4m3", "e5m2", "bf16"; "fp32" for the accumulator's and C's parameters)."""
+    if isinstance(name, Format):
+        return name
+    if name == "fp32":
+        return FP32
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(f"unknown format {name!r}: use one of {sorted(FORMATS)} or 'fp32'") from None
+
+
+# ---- codes and values ---------------------------------------------------------------------------------------------
+
+def _step(mag: np.ndarray, f: Format) -> np.ndarray:
+    """The step between neighbouring values in the binade holding each finite magnitude: 2^(e - man_bits) for
+    mag in [2^e, 2^(e+1)), and the subnormal step (= the smallest subnormal) below the smallest normal."""
+    exponent = np.where(mag < f.min_normal, 1 - f.bias, np.frexp(mag)[1] - 1)
+    return np.ldexp(1.0, exponent - f.man_bits)
+
+
+def encode(x, fmt: str = "e4m3", saturate: bool = True) -> np.ndarray:
+    """The codes of `x` (any float array) in the format: rounded to nearest, ties to even.
+
+    saturate=True is what the GPU does. Every PTX conversion into FP8 (`cvt.rn.satfinite.e4m3x2.f32`, its .e5m2x2
+    and .f16x2 forms) carries `.satfinite`, which their syntax does not make optional. The PTX ISA's cvt instruction
+    (its "Saturation modifier" paragraph, .satfinite) defines it: a NaN input gives a NaN of the destination
+    format, and an input whose magnitude exceeds the destination's MAX_NORM gives MAX_NORM with the input's sign.
+    So 1e6 and +inf become 448 in e4m3 and 57,344 in e5m2, never NaN or inf. Rounding first and clamping after
+    gives the same codes as clamping first: an input just above MAX_NORM rounds back to it. A NaN input gets
+    `nan_code` with its sign, like ml_dtypes; which NaN bits the hardware writes is not asserted here.
+
+    saturate=False is the IEEE/OCP rule that ml_dtypes follows: what rounds above the largest finite value becomes
+    inf in e5m2 (and bf16) and NaN in e4m3, which has no infinity. tests/test_fp8.py checks this mode against
+    ml_dtypes bit for bit, and the saturating mode against ml_dtypes on inputs clipped to +-max first.
+
+    Why saturate: one activation of 500 that became NaN would poison every dot product it enters, while 448 is
+    a bounded error; per-tensor scaling (per_tensor_scale) is what keeps values from reaching the limit at all.
+    """
+    f = spec(fmt)
+    x = np.asarray(x, dtype=np.float64)       # float16/32/64 inputs are exact in float64
+    negative = np.signbit(x)
+    nan = np.isnan(x)
+    mag = np.where(np.isfinite(x), np.abs(x), 0.0)
+    # Dividing by the step (a power of two) is exact, so np.rint (ties to even) rounds the true value.
+    step = _step(mag, f)
+    rounded = np.rint(mag / step) * step
+    over = (rounded > f.max_finite) | np.isinf(x)
+    rounded = np.where(over, f.max_finite, rounded)
+    # fields of the rounded magnitude (it may have carried into the next binade, so take its exponent again)
+    e = np.frexp(rounded)[1] - 1
+    normal = rounded >= f.min_normal
+    biased = np.where(normal, e + f.bias, 0)
+    fraction = np.where(normal, np.ldexp(rounded, f.man_bits - e) - 2**f.man_bits,
+                        rounded / f.min_subnormal)
+    code = (biased.astype(np.int64) << f.man_bits) | fraction.astype(np.int64)
+    if not saturate:
+        overflow_code = (2**f.exp_bits - 1) << f.man_bits if f.ieee else f.nan_code
+        code = np.where(over, overflow_code, code)
+    code = np.where(nan, f.nan_code, code)
+    code = code | (negative.astype(np.int64) << (f.bits - 1))
+    return code.astype(f.code_dtype)
+
+
+def decode(bits, fmt: str = "e4m3") -> np.ndarray:
+    """The values (float32, which holds every e4m3, e5m2 and bf16 value exactly) of an array of codes."""
+    f = spec(fmt)
+    c = np.asarray(bits).astype(np.int64)
+    if c.size and (c.min() < 0 or c.max() >= 2**f.bits):
+        raise ValueError(f"{f.name} codes are {f.bits}-bit integers (0 to {2**f.bits - 1}); "
+                         f"got {c.min()} to {c.max()}")
+    negative = (c >> (f.bits - 1)) & 1
+    biased = (c >> f.man_bits) & (2**f.exp_bits - 1)
+    fraction = c & (2**f.man_bits - 1)
+    mag = np.where(biased == 0, fraction * f.min_subnormal,
+                   np.ldexp(1.0 + fraction / 2**f.man_bits, biased - f.bias))
+    all_ones = biased == 2**f.exp_bits - 1
+    if f.ieee:
+        mag = np.where(all_ones, np.where(fraction == 0, np.inf, np.nan), mag)
+    else:
+        mag = np.where(all_ones & (fraction == 2**f.man_bits - 1), np.nan, mag)
+    return np.where(negative == 1, -mag, mag).astype(np.float32)
+
+
+def grid(fmt: str = "e4m3") -> np.ndarray:
+    """Every finite value of the format, ascending, zero once: 253 for e4m3, 247 for e5m2 (float64)."""
+    f = spec(fmt)
+    values = decode(np.arange(2**f.bits), f).astype(np.float64)
+    return np.unique(values[np.isfinite(values)]) + 0.0       # + 0.0 turns the -0.0 np.unique kept into 0.0
+
+
+def spacing(x, fmt: str = "e4m3") -> np.ndarray:
+    """The gap from |x| to the next representable magnitude above it: 2^(e - man_bits) in the binade
+    [2^e, 2^(e+1)), so the relative gap stays between 2^-man_bits and half that (2^-3 for e4m3, 2^-2 for e5m2);
+    below the smallest normal it is the constant subnormal step. At the largest finite value it is that binade's
+    step (the gap below it); beyond it, or for inf and NaN, NaN."""
+    f = spec(fmt)
+    mag = np.abs(np.asarray(x, dtype=np.float64))
+    inside = mag <= f.max_finite
+    return np.where(inside, _step(np.where(inside, mag, 0.0), f), np.nan)
+
+
+# ---- scaling a tensor into FP8 ------------------------------------------------------------------------------------
+
+def per_tensor_scale(x, fmt: str = "e4m3", margin: float = 1.0, power_of_two: bool = False) -> float:
+    """The dequantization scale of "amax scaling": x is stored as x / scale, so the largest magnitude maps onto
+    the format's largest finite value (448 for e4m3). margin > 1 leaves headroom: amax maps to max / margin, room
+    for a later tensor that grows a little (Transformer Engine uses powers of two for this). power_of_two=True
+    rounds the scale up to 2^n (amax then lands in (max/2, max] / margin): dividing by it and multiplying back are
+    exact, so a dequantized value is exactly code x scale in float32. An all-zero tensor gets scale 1.
+
+    The GEMM takes scale_a and scale_b (float32 in cuBLASLt) and computes C = scale_a * scale_b * (A8 @ B8)."""
+    f = spec(fmt)
+    if margin < 1:
+        raise ValueError(f"margin {margin} would map amax above the format's max; use margin >= 1")
+    x = np.asarray(x)
+    if not np.isfinite(x).all():
+        raise ValueError("the tensor holds inf or NaN, so its amax means nothing: clean it before scaling")
+    amax = float(np.abs(x).max()) if x.size else 0.0
+    if amax == 0.0:
+        return 1.0
+    scale = amax * margin / f.max_finite
+    if power_of_two:
+        scale = float(np.ldexp(1.0, int(np.ceil(np.log2(scale)))))
+    return float(np.float32(scale))
+
+
+def quantize(x, scale: float = 1.0, fmt: str = "e4m3", saturate: bool = True):
+    """(codes, dequantized): the codes of x / scale and their values times scale, as float32. With a scale that
+    is not a power of two the float32 product rounds (by at most 2^-24); the exact dequantized value is
+    decode(codes) * scale in float64, which is what an FP8 GEMM's epilogue computes."""
+    codes = encode(np.asarray(x, dtype=np.float64) / scale, fmt, saturate)
+    return codes, (decode(codes, fmt).astype(np.float64) * scale).astype(np.float32)
+
+
+# ---- error models -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GemmBound:
+    """|C - ref| <= magnitude * (|A| @ |B|) + relative * |ref|, element by element, where A and B are the
+    dequantized inputs (code x scale, exactly) and ref = A @ B in exact arithmetic."""
+    k: int
+    model: str          # "worst" (holds for every input and order) or "typical" (the course's check.py rule)
+    magnitude: float
+    relative: float
+
+    def __call__(self, magnitude, ref) -> np.ndarray:
+        return self.magnitude * np.asarray(magnitude, np.float64) + self.relative * np.abs(np.asarray(ref))
+
+
+def _gamma(n: int, u: float) -> float:
+    """Higham's gamma_n = n u / (1 - n u): the relative error bound of n successive roundings."""
+    if n * u >= 1:
+        raise ValueError(f"{n} roundings of unit roundoff {u:g} admit no bound; K is too large for this model")
+    return n * u / (1 - n * u)
+
+
+def matmul_error_bound(k: int, fmt: str = "e4m3", out: str = "bf16", model: str = "typical",
+                       acc_u: float = 2.0**-24) -> GemmBound:
+    """The element-wise bound to test an FP8 GEMM (FP8 A and B, scales scale_a and scale_b, FP32 accumulator,
+    C rounded to `out`) against ref = exact matmul of the dequantized inputs.
+
+    Derivation. Every product of two FP8 values is exact in FP32: its significand has at most 2 x 4 = 8 bits (e4m3;
+    6 for e5m2) and its exponent stays inside FP32's normal range (e4m3: 2^-18 to 448^2; e5m2: 2^-32 to 57344^2).
+    This function refuses a format for which that fails. So the reference and the kernel agree on every product
+    p_k, and only three roundings remain:
+      1. the K-term sum S = sum p_k in FP32, any order:  |S - R| <= gamma_{K-1} sum |p_k|   (R = exact sum);
+      2. the epilogue D = fl(fl(scale_a scale_b) S): two FP32 roundings, (1 + d1)(1 + d2), |d| <= 2^-24;
+      3. the store C = round_to_out(D): (1 + d3), |d3| <= u_out (2^-8 for bf16, round to nearest).
+    With s = scale_a scale_b, s sum|p_k| = (|A| @ |B|) and s R = ref; writing theta = (1 + 2^-24)^2 (1 + u_out) - 1,
+        |C - ref| <= gamma_{K-1} (1 + theta) (|A| @ |B|) + theta |ref|          (model="worst").
+    That holds for every input and summation order, but at K = 4096 it allows 2.4e-4 of |A| @ |B|, as much as one
+    whole missing product: too loose to catch a dropped k-slice. Rounding errors of random sign add like a random
+    walk, so model="typical" uses sqrt(K) instead of K with the constants helpers/check.py applies to every bf16
+    rung (BOUND_C sqrt(K) EPS_ACC on the magnitude, ROUND_OUT[out] on |ref|, plus the two epilogue roundings).
+
+    Which reference. "An FP32 matmul of the dequantized inputs" has exact products only when the dequantized
+    values are exact in FP32, i.e. with power-of-two scales (per_tensor_scale(..., power_of_two=True)); with any
+    other scale, compute ref = scale_a scale_b (decode(A8) @ decode(B8)) instead, as the kernel does. And a
+    reference that is itself summed in FP32 (cuBLAS, np.matmul in float32) carries a summation error of the same
+    kind as the kernel's: allow the magnitude term twice.
+
+    acc_u is the accumulator's unit roundoff: 2^-24 for a true FP32 sum. FP8 wgmma on Hopper has been reported
+    to keep fewer bits inside the tensor core (about 14 significant bits, truncated) before the partial sum
+    reaches the FP32 registers; a kernel that does not promote partial sums into a separate FP32 accumulator every
+    few k-blocks should be tested with a larger acc_u (2^-13 for 14 bits truncated), or measured first.
+    """
+    f, o = spec(fmt), spec(out)
+    product_bits = 2 * (f.man_bits + 1)
+    if product_bits > FP32.man_bits + 1 or f.min_subnormal**2 < FP32.min_normal or f.max_finite**2 > FP32.max_finite:
+        raise ValueError(f"products of two {f.name} values are not exact in FP32, so this bound does not apply")
+    epilogue = 2 * FP32.unit_roundoff          # the scale product and the multiply, in FP32 registers
+    if model == "worst":
+        theta = (1 + FP32.unit_roundoff) ** 2 * (1 + o.unit_roundoff) - 1
+        return GemmBound(k, model, _gamma(max(k - 1, 0), acc_u) * (1 + theta), theta)
+    if model == "typical":
+        round_out = ROUND_OUT.get(o.name, 2 * o.unit_roundoff)
+        # EPS_ACC is twice FP32's unit roundoff; scale it by how much coarser this accumulator is
+        return GemmBound(k, model, float(BOUND_C * np.sqrt(k) * EPS_ACC * (acc_u / FP32.unit_roundoff)),
+                         round_out + epilogue)
+    raise ValueError(f"model must be 'worst' or 'typical', not {model!r}")
+
+
+def _chop(x: np.ndarray, bits: int) -> np.ndarray:
+    """x (float32) with only its `bits` leading significant bits kept, the rest cut off (rounding toward zero)."""
+    frac, exp = np.frexp(x.astype(np.float64))
+    return np.ldexp(np.trunc(np.ldexp(frac, bits)), exp - bits).astype(np.float32)
+
+
+def gemm(a_codes, b_codes, scale_a: float, scale_b: float, fmt: str = "e4m3", out: str = "bf16",
+         k_block: int = 32, acc_bits: int | None = None) -> np.ndarray:
+    """A NumPy model of what an FP8 GEMM kernel computes: C = round_out(scale_a scale_b (A8 @ B8)) for A8 [M, K]
+    and B8 [K, N] given as codes. The products of FP8 values are exact in float32; each k_block of them is summed
+    in float32 (np.matmul) and added to a float32 accumulator in k order, the way a kernel adds one wgmma's
+    k-slice after another; the epilogue multiplies by the scales in float32 and rounds to `out`.
+
+    acc_bits=None keeps a true float32 accumulator. acc_bits=14 chops the accumulator to 14 significant bits after
+    every k_block: a rough stand-in for the narrower accumulation reported for Hopper's FP8 tensor cores, for
+    seeing what it does to the error bound, not a description of the hardware's exact arithmetic."""
+    a = decode(a_codes, fmt)
+    b = decode(b_codes, fmt)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"A is {a.shape} and B is {b.shape}: A's columns must match B's rows (K)")
+    acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for k0 in range(0, a.shape[1], k_block):
+        acc = acc + a[:, k0:k0 + k_block] @ b[k0:k0 + k_block]
+        if acc_bits is not None:
+            acc = _chop(acc, acc_bits)
+    c = (np.float32(scale_a) * np.float32(scale_b)) * acc
+    return c if out == "fp32" else decode(encode(c, out), out)
+
+
+@dataclass(frozen=True)
+class QuantizationError:
+    """What rounding the inputs to FP8 costs against the original data (products and sums exact, no saturation,
+    values in the normal range after scaling).
+
+    value:    bound on |x8 - x| / |x| for one value: half the relative step, 2^-4 for e4m3, 2^-3 for e5m2.
+    rms_value: the root-mean-square of that relative error when the significands spread evenly on a log scale
+              (Benford-like data, e.g. Gaussian over several binades): 2^-m / sqrt(32 ln 2), about 0.21 x 2^-m.
+    worst:    |sum a8 b8 - sum a b| <= worst * sum |a b|  for `operands` quantized inputs: (1 + value)^n - 1.
+    rms:      the expected RMS of that error in units of rms(a_k b_k), for independent errors of random sign:
+              sqrt(operands K) x rms_value. It grows as sqrt(K), while the worst case grows as K.
+    relative: rms error over the rms of the dot product itself, for zero-mean independent a and b (whose dot
+              product has rms sqrt(K) rms(a b)): sqrt(operands) x rms_value, the same at every K."""
+    k: int
+    operands: int
+    value: float
+    rms_value: float
+
+    @property
+    def worst(self) -> float:
+        return (1 + self.value) ** self.operands - 1
+
+    @property
+    def rms(self) -> float:
+        return float(np.sqrt(self.operands * self.k) * self.rms_value)
+
+    @property
+    def relative(self) -> float:
+        return float(np.sqrt(self.operands) * self.rms_value)
+
+
+def quantization_error(k: int, fmt: str = "e4m3", operands: int = 2) -> QuantizationError:
+    """The error model of FP8 against unquantized data, for a dot product of length k with `operands` (1 or 2)
+    of its inputs rounded to the format (see QuantizationError for each number and where it comes from).
+
+    Where rms_value comes from: rounding to nearest leaves an absolute error spread evenly over half a step either
+    side, so its mean square is step^2 / 12 with step = 2^(e-m) in the binade [2^e, 2^(e+1)). Divided by x^2 and
+    averaged over x with density 1 / (x ln 2) across the binade, E[(2^e / x)^2] = 3 / (8 ln 2); together that is
+    2^-2m / (32 ln 2)."""
+    if operands not in (1, 2):
+        raise ValueError(f"a dot product has one or two quantized operands, not {operands}")
+    f = spec(fmt)
+    return QuantizationError(k, operands, f.unit_roundoff, float(f.eps / np.sqrt(32 * np.log(2))))
+
+
+# ---- what scaling buys ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class QuantStats:
+    """One way of storing a tensor in FP8, counted: fractions of the non-zero values that became zero (flushed),
+    that met the format's max (saturated) or fell among the subnormals (kept with fewer significant bits), and
+    the relative error ||x8 @ w - x @ w|| / ||x @ w|| of K-long dot products with an exact random vector w."""
+    scale: float
+    flushed: float
+    saturated: float
+    subnormal: float
+    dot_rel_err: float
+
+
+@dataclass(frozen=True)
+class ScalingDemo:
+    data: np.ndarray      # [rows, K] float32, the tensor before quantization
+    fmt: str
+    unscaled: QuantStats  # stored as is (scale 1)
+    scaled: QuantStats    # per-tensor amax scaling
+
+
+def _stats(x: np.ndarray, w: np.ndarray, scale: float, f: Format) -> QuantStats:
+    _, x8 = quantize(x, scale, f.name)
+    stored = x.astype(np.float64)[x != 0] / scale
+    # saturated: what rounding alone would have carried past the largest finite value (inf or NaN without .satfinite)
+    overflowed = ~np.isfinite(decode(encode(stored, f.name, saturate=False), f.name))
+    kept = np.abs(decode(encode(stored, f.name), f.name))
+    ref, got = x.astype(np.float64) @ w, x8.astype(np.float64) @ w
+    return QuantStats(scale=scale,
+                      flushed=float(np.mean(kept == 0)),
+                      saturated=float(np.mean(overflowed)),
+                      subnormal=float(np.mean((kept > 0) & (kept < f.min_normal))),
+                      dot_rel_err=float(np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+
+
+def scaling_demo(rng: np.random.Generator, shape=(256, 4096), sigma: float = 1.0, outlier: float = 2000.0,
+                 outlier_fraction: float = 2e-4, fmt: str = "e4m3") -> ScalingDemo:
+    """Activation-like data stored in FP8 with and without per-tensor scaling.
+
+    The data: a Gaussian body of standard deviation `sigma`, plus a small fraction of entries (outlier_fraction)
+    around +-outlier, the way a few channels of a transformer's activations run hundreds of times larger than
+    the rest. Stored as is, everything above 448 saturates (and, for a small sigma, the bottom of the body flushes
+    to zero); scaled by amax / 448 nothing saturates, at the price of pushing the body down towards the
+    subnormals. Both are counted (QuantStats) on the same data and the same random w."""
+    f = spec(fmt)
+    x = sigma * rng.standard_normal(shape)
+    wild = rng.random(shape) < outlier_fraction
+    x[wild] = rng.choice([-1.0, 1.0], size=int(wild.sum())) * outlier * (1 + 0.25 * rng.random(int(wild.sum())))
+    x = x.astype(np.float32)
+    w = rng.standard_normal(shape[-1])
+    return ScalingDemo(x, f.name, _stats(x, w, 1.0, f), _stats(x, w, per_tensor_scale(x, f.name), f))
+
+
+# ---- what a ring stage carries ------------------------------------------------------------------------------------
+
+SWIZZLE_ROW = 128   # bytes in one row of a 128B-swizzled TMA box: its inner dimension may not be wider
+FP8_RATE = 2        # dense FP8 wgmma does twice the FLOP per clock of BF16 on H100 (1,979 vs 989 TFLOP/s, datasheet)
+
+
+def stage(bm: int, bn: int, bk: int, itemsize: int) -> dict:
+    """One k-tile of a [BM, BN] block: bytes of A [BM, BK] and B [BN, BK] (both K-major, as FP8 wgmma requires),
+    the FLOP they feed (2 BM BN BK), FLOP per byte, and the bytes in one K-row of the box (what the 128-byte
+    swizzle caps)."""
+    a, b = bm * bk * itemsize, bn * bk * itemsize
+    flop = 2 * bm * bn * bk
+    return {"bk": bk, "a_bytes": a, "b_bytes": b, "bytes": a + b, "flop": flop, "flop_per_byte": flop / (a + b),
+            "row_bytes": bk * itemsize}
