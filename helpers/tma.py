@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-DTYPES = {"bf16": 9, "fp16": 6, "fp32": 7}        # CU_TENSOR_MAP_DATA_TYPE_*
+DTYPES = {"bf16": 9, "fp16": 6, "fp32": 7, "e4m3": 0}  # CU_TENSOR_MAP_DATA_TYPE_* (FP8 travels as UINT8)
 SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}             # CU_TENSOR_MAP_SWIZZLE_* by bytes
 L2_PROMOTION_128B = 2
 MAP_TYPE = np.dtype([("w", np.uint64, (16,))], align=True)

@@ -183,3 +183,17 @@ def test_chapter_05_ablation_changes_one_thing_a_step():
     assert one["warp"] == warp["warp"] and one["blocks"] == 2 and abs(one["regs"] - warp["regs"]) <= 8
     # steps 3 and 4: the ring depth alone
     assert [(f["stages"], f["smem"], f["blocks"]) for f in (double, ring)] == [(2, 32768, 2), (4, 65536, 2)]
+
+
+def test_the_draft_fp8_rung_compiles_to_qgmma_without_spills():
+    """kernels/12_fp8.cu is chapter 12's groundwork (not in the registry until it is measured): FP8 wgmma as
+    QGMMA, no bf16 HGMMA, rung 10's TMA, multicast and stmatrix epilogue, nothing in local memory."""
+    from helpers.build import compile_source
+    from helpers.registry import KERNELS
+    b = compile_source((KERNELS / "12_fp8.cu").read_text(), "kernels/12_fp8.cu", "sm_90a")
+    inv, res = b.inventory("gemm_fp8"), b.resources["gemm_fp8"]
+    assert inv.get("QGMMA.64x256x32.F32.E4M3.E4M3") == 4 and not any(op.startswith("HGMMA") for op in inv), inv
+    for op in ("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"):
+        assert inv.get(op), op
+    assert res.spill_stores == res.spill_loads == res.stack_bytes == 0, res
+    assert b.consts["BK"] == 128 and b.consts["STAGE_BYTES"] == 49152  # the same 48 KiB stage, twice the k

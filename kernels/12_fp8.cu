@@ -1,0 +1,210 @@
+// Rung 12_fp8 (draft: not in the registry yet): Hopper FP8. e4m3 A and B, FP32 accumulate, BF16 C, sm_90a.
+// Builds on: 10_beyond_cublas, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
+// stmatrix + TMA-store epilogue, 128 x 256 tiles). What changes:
+//   - A and Bt hold e4m3 (1 byte), so the 128-byte TMA box row and swizzle row carry BK = 128 values of k, and a
+//     stage moves the same 48 KiB as rung 10's while holding twice the k: twice the FLOP per byte loaded;
+//   - wgmma is m64n256k32 on e4m3 (FP8 is K-major only): four per stage, each 32 bytes deeper, as in rung 10;
+//   - the per-tensor scales arrive as one float (scale_a * scale_b) applied to the fp32 accumulators in the
+//     epilogue, before the round to bf16.
+// New PTX: wgmma_m64n256k32_e4m3.  Requires: sm_90a.
+//
+// C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map and
+// pointer); M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use.
+#include <cuda_bf16.h>
+#include "common/cluster.cuh"
+#include "common/mbarrier.cuh"
+#include "common/mma_sync.cuh"
+#include "common/setmaxnreg.cuh"
+#include "common/smem.cuh"
+#include "common/swizzle.cuh"
+#include "common/tma.cuh"
+#include "common/wgmma.cuh"
+
+constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
+constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
+constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
+constexpr int EPILOGUE = 2;                  // 0: registers -> global stores, 1: -> shared (st.shared) -> TMA store,
+                                             // 2: -> shared (stmatrix) -> TMA store
+constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
+constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
+constexpr int BN = 256;                      // columns of C per CTA
+constexpr int BK = 128;                      // k per stage: 128 e4m3 = the 128-byte TMA box width
+constexpr int CLUSTER_BM = BM * CLUSTER;     // rows of C per cluster: what M must divide into
+constexpr int B_BOX_ROWS = BN / CLUSTER;     // rows of Bt each CTA of the cluster fetches and multicasts
+constexpr int THREADS = 128 * (1 + CONSUMERS);
+constexpr int A_TILE = BM * BK;
+constexpr int B_TILE = BN * BK;
+constexpr int STAGE_BYTES = A_TILE + B_TILE;       // one ring slot: one byte per e4m3
+constexpr int TX_BYTES = A_TILE + B_TILE;          // bytes landing in THIS CTA per slot: its A, both halves of B
+constexpr int C_CHUNK = 64;                         // columns per TMA store: 64 bf16 = one 128-byte swizzled row
+constexpr int C_BUFFER_BYTES = 64 * C_CHUNK * 2;    // [64, C_CHUNK] bf16, 128B swizzle: one consumer's chunk
+constexpr int C_BUFFERS = 2;                       // staging buffers per consumer: a store drains while the next fills
+constexpr int C_STAGING = (EPILOGUE > 0) * CONSUMERS * C_BUFFERS * C_BUFFER_BYTES;
+constexpr int SMEM_BUDGET = 227 * 1024;
+constexpr int STAGES = (SMEM_BUDGET - 1024 - C_STAGING) / STAGE_BYTES;    // ring depth from what is left
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_STAGING + 1024;       // + 1024 to align the ring
+
+constexpr int PRODUCER_REGS = 40;            // the tile scheduler's arithmetic needs more than rung 09's 24
+constexpr int CONSUMER_REGS = 232;
+
+static_assert(STAGES >= 2 && SMEM_BYTES <= SMEM_BUDGET, "the budget must hold at least two stages");
+// setmaxnreg.inc draws from the CTA's pool: what it got at launch, 65536 / THREADS per thread rounded down to 8
+// (168 x 384 = 64,512), not the SM's 65,536. A split past the pool would wait for registers forever.
+static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / THREADS / 8 * 8 * THREADS,
+              "the split must fit the registers the CTA was given at launch");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
+static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN && WGMMA_N == 256, "one m64n256k32 spans the tile's width");
+static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
+
+// Two floats -> one register of two bf16 (round to nearest even), the lower column in the low half.
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+}
+
+// Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
+__device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0) {
+    int tm, tn;
+    if constexpr (SCHEDULE == 0) {
+        tm = t / tiles_n;
+        tn = t % tiles_n;
+    } else {  // groups of GROUP_M tile rows; inside a group, walk down a column, then move one column right
+        const int per_group = GROUP_M * tiles_n, group = t / per_group, first = group * GROUP_M;
+        const int rows = min(tiles_m - first, GROUP_M), i = t - group * per_group;
+        tm = first + i % rows;
+        tn = i / rows;
+    }
+    row0 = tm * CLUSTER_BM;
+    col0 = tn * BN;
+}
+
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+         const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K, float scale) {
+    extern __shared__ unsigned char smem[];
+    __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
+    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;
+    unsigned char* cstage = smem + (ring - smem_addr(smem)) + STAGES * STAGE_BYTES;  // [CONSUMERS][C_BUFFERS]
+
+    const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+    const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
+    const int tiles_m = M / CLUSTER_BM, tiles_n = N / BN, tiles = tiles_m * tiles_n, k_tiles = K / BK;
+    const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbarrier_init(smem_addr(&full[s]), 1);                    // the local producer's expect_tx
+            mbarrier_init(smem_addr(&empty[s]), CONSUMERS * CLUSTER);  // every consumer of the cluster frees it
+        }
+        fence_mbarrier_init();
+    }
+    if constexpr (CLUSTER > 1) barrier_cluster_sync(); else __syncthreads();
+
+    if (wg == 0) {  // producer warpgroup: one thread issues every copy
+        setmaxnreg_dec<PRODUCER_REGS>();
+        if (t == 0) {
+            int it = 0;  // k tiles issued so far, over all tiles: slot = it % STAGES, lap = it / STAGES
+            for (int tile = first_tile; tile < tiles; tile += tile_step) {
+                int row0, col0;
+                tile_origin(tile, tiles_m, tiles_n, row0, col0);
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    // Lap L needs the slot's (L-1)-th release. A fresh barrier sits in phase 0, so a wait on the
+                    // parity of phase "-1" (odd) passes at once: lap 0 never waits.
+                    mbarrier_wait_parity(smem_addr(&empty[s]), ((it / STAGES) & 1) ^ 1);
+                    const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES, sB = sA + A_TILE;
+                    mbarrier_arrive_expect_tx(bar, TX_BYTES);
+                    tma_load_2d(sA, &tmA, kt * BK, row0 + rank * BM, bar);
+                    if constexpr (CLUSTER > 1)
+                        tma_load_2d_multicast(sB + rank * B_BOX_ROWS * 128, &tmB, kt * BK, col0 + rank * B_BOX_ROWS,
+                                              bar, (1 << CLUSTER) - 1);
+                    else
+                        tma_load_2d(sB, &tmB, kt * BK, col0, bar);
+                }
+            }
+        }
+    } else {  // consumer warpgroups
+        setmaxnreg_inc<CONSUMER_REGS>();
+        const int c = wg - 1, warp = t / 32, lane = t % 32;
+        float acc[WGMMA_N / 2];
+        int it = 0;
+        // Free slot s for its next lap in every CTA of the cluster: the partner multicasts into ours too.
+        auto release = [&](int s) {
+            if (t != 0) return;
+            if constexpr (CLUSTER > 1)
+                for (int r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(mapa_shared_cluster(smem_addr(&empty[s]), r));
+            else
+                mbarrier_arrive(smem_addr(&empty[s]));
+        };
+        for (int tile = first_tile; tile < tiles; tile += tile_step) {
+            int row0, col0;
+            tile_origin(tile, tiles_m, tiles_n, row0, col0);
+            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
+                const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 32; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
+                    wgmma_m64n256k32_e4m3(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
+                wgmma_commit_group();
+                wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
+                if (kt > 0) release((it - 1) % STAGES);
+            }
+            wgmma_wait_group<0>();
+            release((it - 1) % STAGES);  // the producer may refill it while we write C
+#pragma unroll
+            for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] *= scale;  // dequantize: scale_a * scale_b, in fp32
+
+            // Accumulator i of thread t sits at row 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4)
+            // (+1 for odd i): pairs (i, i+1) are neighbours in a row and become one bf16x2.
+            const int row = row0 + rank * BM + c * 64;
+            if constexpr (EPILOGUE == 0) {
+#pragma unroll
+                for (int i = 0; i < WGMMA_N / 2; i += 2) {
+                    const int r = row + 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + 2 * (lane % 4);
+                    *reinterpret_cast<__nv_bfloat162*>(&C[(size_t)r * N + col]) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                }
+            } else {
+#pragma unroll
+                for (int q = 0; q < BN / C_CHUNK; ++q) {
+                    unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
+                    // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
+                    if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
+                    bar_sync(1 + c, 128);
+                    // 128B swizzle, as the tensor map expects: 16-byte chunk j of row r sits at j ^ (r % 8), so the
+                    // 8 rows one store instruction writes land in 8 different bank groups: no conflicts.
+                    if constexpr (EPILOGUE == 1) {
+#pragma unroll
+                        for (int i = q * 32; i < q * 32 + 32; i += 2) {
+                            const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * ((i / 4) % 8) + 2 * (lane % 4);
+                            *reinterpret_cast<__nv_bfloat162*>(buf + 2 * swizzle<C_CHUNK>(r, col)) =
+                                __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                        }
+                    } else {
+                        // One stmatrix.x4 stores the warp's 16 rows x 16 columns: matrices 0/1 are rows 0-7/8-15 of
+                        // columns 8j..8j+7 (accumulators 4j..4j+3), matrices 2/3 the same for the next 8 columns.
+                        // Lane l names row l % 8 of matrix l / 8.
+                        const int r = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
+#pragma unroll
+                        for (int j = 0; j < C_CHUNK / 8; j += 2) {
+                            const int i = q * 32 + 4 * j;
+                            const unsigned v[4] = {pack_bf16x2(acc[i], acc[i + 1]), pack_bf16x2(acc[i + 2], acc[i + 3]),
+                                                   pack_bf16x2(acc[i + 4], acc[i + 5]), pack_bf16x2(acc[i + 6], acc[i + 7])};
+                            stmatrix_x4(smem_addr(buf + 2 * swizzle<C_CHUNK>(r, 8 * (j + lane / 16))), v);
+                        }
+                    }
+                    fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
+                    bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts
+                    if (t == 0) {
+                        tma_store_2d(&tmC, col0 + q * C_CHUNK, row, smem_addr(buf));
+                        cp_async_bulk_commit_group();
+                    }
+                }
+            }
+        }
+        if (EPILOGUE > 0 && t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
+    }
+    // No CTA leaves while its partner may still arrive on its barriers.
+    if constexpr (CLUSTER > 1) barrier_cluster_sync();
+}
