@@ -358,3 +358,11 @@ def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
     assert fits == [1, 2] and "one block per SM" in text and "two blocks fit" in text
     t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
     assert "more than doubles" in text and all(t("01_vectorized", n) > 2 * t("01_blocktile_2d", n) for n in (4096, 8192))
+
+
+def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
+    text = " ".join(_markdown("10_beyond_cublas.ipynb").split())
+    l2 = data["ceilings"]["l2_read"]["value"]
+    assert f"above the {l2:.1f} TB/s that chapter 00 measured for L2" in text
+    need = lambda bytes_per_k_step, rows: 790e12 * bytes_per_k_step / (2 * rows * 256 * 64) / 1e12  # noqa: E731
+    assert round(need(32768, 128), 1) == 6.2 and round(need(24576, 64), 1) == 9.3 and need(24576, 64) > l2
