@@ -2,9 +2,11 @@
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
-#   (default: all of them; chapter 10 replays what `tune` records). A 10-minute call fits about half: run
-#   `ceilings crosscheck banks l2 ladder tune`, then `notebooks prune`, then `tests sanitize`, with one GEMM_LADDER_RUN,
-#   copying results/ back into the tree between calls. Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
+#   (default: all of them; chapter 10 replays what `tune` records). A 10-minute call fits about half. Timed on the
+#   H100 on 2026-11-22: tests 75-95 s, sanitize 160 s (every rung), ceilings 16 s, crosscheck 14 s, banks 13 s, l2 76 s,
+#   ladder 125 s, tune 25 s, notebooks 185-225 s. So: `tests sanitize ceilings crosscheck banks l2`, then
+#   `ladder tune notebooks`, back to back (a machine idle for 30 s is given back) with one GEMM_LADDER_RUN, copying
+#   results/ back into the tree between calls. Leave MPLBACKEND unset for `notebooks` (ci/execute.py drops it). Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
 # Every process shares one run id (GEMM_LADDER_RUN; set it yourself to continue a run across calls): a row or
 # ceiling measured once in the run is reused by every chapter, so the book shows one coherent set of numbers.
 set -uo pipefail
