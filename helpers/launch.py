@@ -54,8 +54,7 @@ def variant_source(r: Rung, overrides: dict) -> str | None:
     return apply_config(r.path.read_text(), overrides) if overrides else None
 
 
-def _misfit(r: Rung, m: int, n: int, k: int, source: str | None) -> str | None:
-    consts = build(r, source).consts
+def _misfit(r: Rung, m: int, n: int, k: int, consts: dict) -> str | None:
     for dim, value in (("M", m), ("N", n), ("K", k)):
         if dim in r.divides and value % consts[r.divides[dim]]:
             step = consts[r.divides[dim]]
@@ -64,20 +63,23 @@ def _misfit(r: Rung, m: int, n: int, k: int, source: str | None) -> str | None:
     return None
 
 
+def _tiles(r: Rung) -> list[tuple[dict, dict, float]]:
+    """(overrides, constants, steady rate) of every tile a launch of r may use: its own first, then r.tile_choices."""
+    return [(overrides, build(r, variant_source(r, overrides)).consts, rate)
+            for overrides, rate in (({}, 1.0), *r.tile_choices)]
+
+
 def tile_candidates(r: Rung) -> list[tuple[dict, int, int, float]]:
     """The tiles a launch of r may use: its own, then r.tile_choices, as (overrides, rows, columns, rate) with
     rows per cluster tile (what M must divide into) and columns per tile."""
-    out = []
-    for overrides, rate in (({}, 1.0), *r.tile_choices):
-        c = build(r, variant_source(r, overrides)).consts
-        out.append((overrides, c[r.divides.get("M", r.tile[0])], c[r.tile[1]], rate))
-    return out
+    return [(overrides, c[r.divides.get("M", r.tile[0])], c[r.tile[1]], rate) for overrides, c, rate in _tiles(r)]
 
 
 def choose_tile(r: Rung, m: int, n: int, k: int, workers: int) -> list[dict]:
     """helpers.explore.pick_tile over r's tiles that fit M x N x K, for `workers` resident clusters."""
     from .explore import pick_tile
-    fits = [c for c in tile_candidates(r) if _misfit(r, m, n, k, variant_source(r, c[0])) is None]
+    fits = [(overrides, c[r.divides.get("M", r.tile[0])], c[r.tile[1]], rate) for overrides, c, rate in _tiles(r)
+            if _misfit(r, m, n, k, c) is None]
     return pick_tile(m, n, fits, workers) if fits else []
 
 
@@ -86,12 +88,12 @@ def validate(r: Rung, m: int, n: int, k: int, source: str | None = None) -> None
     with tile choices takes a shape that any of its tiles divides."""
     if min(m, n, k) < 1:
         raise ShapeError(f"{r.id} needs positive M, N, K; got {m}x{n}x{k}.")
-    misfit = _misfit(r, m, n, k, source)
+    consts = build(r, source).consts
+    misfit = _misfit(r, m, n, k, consts)
     if misfit and source is None and r.tile_choices:  # fits one of its tiles, or say what the smallest needs
-        misfit = None if choose_tile(r, m, n, k, 1) else _misfit(r, m, n, k, variant_source(r, r.tile_choices[-1][0]))
+        misfit = None if choose_tile(r, m, n, k, 1) else _misfit(r, m, n, k, _tiles(r)[-1][1])
     if misfit:
         raise ShapeError(misfit)
-    consts = build(r, source).consts
     if max(m * k, k * n, m * n) >= 2**31:
         raise ShapeError(f"{r.id} indexes with 32-bit ints, so no operand may hold 2^31 elements; got {m}x{n}x{k}.")
     if r.grid == "tiles" and -(-m // consts[r.tile[0]]) > MAX_GRID_Y:

@@ -20,6 +20,7 @@
 // M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use (the host asks the driver).
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
+#include "common/epilogue.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
 #include "common/setmaxnreg.cuh"
@@ -64,12 +65,6 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
-
-// Two floats -> one register of two bf16 (round to nearest even), the lower column in the low half.
-__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const unsigned*>(&v);
-}
 
 // Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
 __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0) {
@@ -188,18 +183,8 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
                             *reinterpret_cast<__nv_bfloat162*>(buf + 2 * swizzle<C_CHUNK>(r, col)) =
                                 __floats2bfloat162_rn(acc[i], acc[i + 1]);
                         }
-                    } else {
-                        // One stmatrix.x4 stores the warp's 16 rows x 16 columns: matrices 0/1 are rows 0-7/8-15 of
-                        // columns 8j..8j+7 (accumulators 4j..4j+3), matrices 2/3 the same for the next 8 columns.
-                        // Lane l names row l % 8 of matrix l / 8.
-                        const int r = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
-#pragma unroll
-                        for (int j = 0; j < C_CHUNK / 8; j += 2) {
-                            const int i = q * 32 + 4 * j;
-                            const unsigned v[4] = {pack_bf16x2(acc[i], acc[i + 1]), pack_bf16x2(acc[i + 2], acc[i + 3]),
-                                                   pack_bf16x2(acc[i + 4], acc[i + 5]), pack_bf16x2(acc[i + 6], acc[i + 7])};
-                            stmatrix_x4(smem_addr(buf + 2 * swizzle<C_CHUNK>(r, 8 * (j + lane / 16))), v);
-                        }
+                    } else {  // stmatrix.x4: 16 rows x 16 columns of the warp's accumulators per instruction
+                        stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
                     }
                     fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
                     bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts

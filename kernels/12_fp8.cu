@@ -8,10 +8,11 @@
 //     epilogue, before the round to bf16.
 // New PTX: wgmma_m64n256k32_e4m3.  Requires: sm_90a.
 //
-// C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map and
-// pointer); M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use.
+// C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map; the
+// pointer only keeps rung 10's argument order); M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use.
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
+#include "common/epilogue.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
 #include "common/setmaxnreg.cuh"
@@ -23,8 +24,6 @@
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
-constexpr int EPILOGUE = 2;                  // 0: registers -> global stores, 1: -> shared (st.shared) -> TMA store,
-                                             // 2: -> shared (stmatrix) -> TMA store
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -40,7 +39,7 @@ constexpr int TX_BYTES = A_TILE + B_TILE;          // bytes landing in THIS CTA 
 constexpr int C_CHUNK = 64;                         // columns per TMA store: 64 bf16 = one 128-byte swizzled row
 constexpr int C_BUFFER_BYTES = 64 * C_CHUNK * 2;    // [64, C_CHUNK] bf16, 128B swizzle: one consumer's chunk
 constexpr int C_BUFFERS = 2;                       // staging buffers per consumer: a store drains while the next fills
-constexpr int C_STAGING = (EPILOGUE > 0) * CONSUMERS * C_BUFFERS * C_BUFFER_BYTES;
+constexpr int C_STAGING = CONSUMERS * C_BUFFERS * C_BUFFER_BYTES;
 constexpr int SMEM_BUDGET = 227 * 1024;
 constexpr int STAGES = (SMEM_BUDGET - 1024 - C_STAGING) / STAGE_BYTES;    // ring depth from what is left
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_STAGING + 1024;       // + 1024 to align the ring
@@ -56,12 +55,6 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN && WGMMA_N == 256, "one m64n256k32 spans the tile's width");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
-
-// Two floats -> one register of two bf16 (round to nearest even), the lower column in the low half.
-__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const unsigned*>(&v);
-}
 
 // Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
 __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0) {
@@ -156,54 +149,24 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
 #pragma unroll
             for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] *= scale;  // dequantize: scale_a * scale_b, in fp32
 
-            // Accumulator i of thread t sits at row 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4)
-            // (+1 for odd i): pairs (i, i+1) are neighbours in a row and become one bf16x2.
+            // Rung 10's last epilogue, unchanged: stmatrix into two swizzled buffers per consumer, then TMA stores.
             const int row = row0 + rank * BM + c * 64;
-            if constexpr (EPILOGUE == 0) {
 #pragma unroll
-                for (int i = 0; i < WGMMA_N / 2; i += 2) {
-                    const int r = row + 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + 2 * (lane % 4);
-                    *reinterpret_cast<__nv_bfloat162*>(&C[(size_t)r * N + col]) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-                }
-            } else {
-#pragma unroll
-                for (int q = 0; q < BN / C_CHUNK; ++q) {
-                    unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
-                    // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
-                    if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
-                    bar_sync(1 + c, 128);
-                    // 128B swizzle, as the tensor map expects: 16-byte chunk j of row r sits at j ^ (r % 8), so the
-                    // 8 rows one store instruction writes land in 8 different bank groups: no conflicts.
-                    if constexpr (EPILOGUE == 1) {
-#pragma unroll
-                        for (int i = q * 32; i < q * 32 + 32; i += 2) {
-                            const int r = 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = 8 * ((i / 4) % 8) + 2 * (lane % 4);
-                            *reinterpret_cast<__nv_bfloat162*>(buf + 2 * swizzle<C_CHUNK>(r, col)) =
-                                __floats2bfloat162_rn(acc[i], acc[i + 1]);
-                        }
-                    } else {
-                        // One stmatrix.x4 stores the warp's 16 rows x 16 columns: matrices 0/1 are rows 0-7/8-15 of
-                        // columns 8j..8j+7 (accumulators 4j..4j+3), matrices 2/3 the same for the next 8 columns.
-                        // Lane l names row l % 8 of matrix l / 8.
-                        const int r = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
-#pragma unroll
-                        for (int j = 0; j < C_CHUNK / 8; j += 2) {
-                            const int i = q * 32 + 4 * j;
-                            const unsigned v[4] = {pack_bf16x2(acc[i], acc[i + 1]), pack_bf16x2(acc[i + 2], acc[i + 3]),
-                                                   pack_bf16x2(acc[i + 4], acc[i + 5]), pack_bf16x2(acc[i + 6], acc[i + 7])};
-                            stmatrix_x4(smem_addr(buf + 2 * swizzle<C_CHUNK>(r, 8 * (j + lane / 16))), v);
-                        }
-                    }
-                    fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
-                    bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts
-                    if (t == 0) {
-                        tma_store_2d(&tmC, col0 + q * C_CHUNK, row, smem_addr(buf));
-                        cp_async_bulk_commit_group();
-                    }
+            for (int q = 0; q < BN / C_CHUNK; ++q) {
+                unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
+                // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
+                if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
+                bar_sync(1 + c, 128);
+                stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
+                fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
+                bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts
+                if (t == 0) {
+                    tma_store_2d(&tmC, col0 + q * C_CHUNK, row, smem_addr(buf));
+                    cp_async_bulk_commit_group();
                 }
             }
         }
-        if (EPILOGUE > 0 && t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
+        if (t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
     }
     // No CTA leaves while its partner may still arrive on its barriers.
     if constexpr (CLUSTER > 1) barrier_cluster_sync();
