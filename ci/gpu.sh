@@ -33,7 +33,8 @@ for step in $steps; do
               done ;;
     ceilings) python3 -c "from helpers import CEILINGS, ceiling
 for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
-    crosscheck) python3 ci/crosscheck.py 10_beyond_cublas 4096 8192 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;
+    crosscheck) { python3 ci/crosscheck.py 10_beyond_cublas 4096 8192 && python3 ci/crosscheck.py 12_fp8 4096 8192; } 2>&1 \
+                  | tee "$LOGS/crosscheck.log" || status=1 ;;
     banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
     l2)       python3 ci/l2_schedule.py 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
     tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;

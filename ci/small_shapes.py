@@ -12,8 +12,8 @@ for r in RUNGS:
     if len(sys.argv) > 1 and not r.id.startswith(tuple(sys.argv[1:])):
         continue
     for shape in ((128, 128, 32), (256, 128, 64), (128, 256, 96), (256, 256, 128), (33, 17, 9), (256, 384, 192),
-                  (2304, 2048, 64)):
-        if shape == (2304, 2048, 64) and r.grid != "persistent":
+                  (2304, 2048, 128)):
+        if shape == (2304, 2048, 128) and r.grid != "persistent":
             continue  # large for the sanitizers; only the persistent rungs need it
         try:
             res = check(r, *shape)

@@ -23,7 +23,7 @@ import numpy as np
 
 from .build import build
 from .gpu import launch_arch, require_live, sample_clock_power
-from .launch import Launch, as_kn, cp_dtype, faults_explained, prepare, random_inputs
+from .launch import FP8, FP8_INPUT_SCALE, Launch, as_kn, cp_dtype, faults_explained, prepare, random_inputs
 from .registry import Rung, probe
 
 ROUNDS = 15          # interleaved rounds per measurement (median and IQR over these)
@@ -179,8 +179,10 @@ def layout_name(b_layout: str) -> str:
 def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
     """(contenders, why cuBLASLt is missing or None): cupy.matmul (what a CuPy user gets) and cuBLASLt through
     nvmath-python, heuristic and autotuned, on the rung's layout, input dtype and output dtype, over `inputs`.
-    The closures hold their output arrays and the planned Matmul."""
+    The closures hold their output arrays and the planned Matmul. FP8 rungs get cuBLASLt's FP8 path instead."""
     import cupy as cp
+    if r.dtype in FP8:
+        return fp8_cublaslt_set(r, m, n, k, inputs)
     in_dt, out_dt = cp_dtype(r.dtype), cp_dtype(r.out_dtype)
     c_cupy = cp.empty((m, n), dtype=in_dt)  # cupy.matmul writes the inputs' dtype
     same = np.dtype(in_dt) == np.dtype(out_dt)
@@ -215,6 +217,53 @@ def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str
     return contenders, why
 
 
+LT_FP8 = "cuBLASLt FP8"
+
+
+def fp8_cublaslt_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
+    """cuBLASLt's FP8 GEMM (e4m3 A and B, K-major both: "TN"; per-tensor scales; bf16 D) through nvmath-python,
+    heuristic and autotuned, each with FP8 fast accumulation off (cuBLASLt's default: it promotes partial sums
+    into fp32 registers every few k-blocks) and on (partial sums stay in the tensor core's accumulator, as in
+    rung 12). CuPy has no FP8 dtype, so the operands reach cuBLASLt as PyTorch FP8 views of the same memory
+    (DLPack, no copy); without PyTorch there is no contender, and the reason says so."""
+    try:
+        import torch
+        from nvmath import CudaDataType
+        from nvmath.linalg.advanced import Matmul
+    except ImportError as e:
+        return [], (f"cuBLASLt FP8 was not timed: it is reached through PyTorch's FP8 tensors (CuPy has none) and "
+                    f"nvmath-python ({e}); install both to compare")
+    fp8 = {"e4m3": torch.float8_e4m3fn}[r.dtype]
+    views = [(torch.from_dlpack(a).view(fp8), torch.from_dlpack(b).view(fp8).t()) for a, b in inputs]  # B = Bt^T
+    contenders, why = [], None
+    for fast in (False, True):
+        try:
+            mm = Matmul(*views[0], quantization_scales={"a": FP8_INPUT_SCALE, "b": FP8_INPUT_SCALE},
+                        options={"result_type": CudaDataType.CUDA_R_16BF, "fast_accumulation": fast})
+            algos = mm.plan()
+            heuristic = algos[0]
+            mm.autotune(iterations=5)
+            tuned = mm.algorithms[0]
+        except Exception as e:  # noqa: BLE001 - this combination unsupported here: say which
+            why = f"cuBLASLt FP8 (fast_accumulation={fast}) was not timed ({type(e).__name__}: {str(e)[:160]})"
+            continue
+
+        def lt(algo, mm=mm):
+            def run(i):
+                a, b = views[i % len(views)]
+                mm.reset_operands(a=a, b=b)
+                mm.execute(algorithm=algo)
+            return run
+        acc = "fast accumulation" if fast else "promoted accumulation"
+        what = f"(e4m3 in, bf16 out, TN, per-tensor scales, {acc}, nvmath-python Matmul"
+        tag = " fast" if fast else ""
+        contenders += [Contender(f"{LT_FP8}{tag} heuristic", f"cuBLASLt {what}, first algorithm of {len(algos)} by "
+                                 f"heuristic)", lt(heuristic), True),
+                       Contender(f"{LT_FP8}{tag} autotuned", f"cuBLASLt {what}, fastest of {len(algos)} by autotune: "
+                                 f"algorithm {tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
+    return contenders, why
+
+
 @dataclass(frozen=True)
 class BenchResult:
     rung: str
@@ -246,8 +295,11 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
     sets = input_sets_for(m, n, k, np.dtype(cp_dtype(r.dtype)).itemsize, require_live().l2_bytes)
     inputs = [lau.inputs() for _ in range(sets)]
     c = cp.empty((m, n), dtype=cp_dtype(r.out_dtype))
-    args = [lau.args(a, b, c) for a, b in inputs]  # tensor maps are encoded once, not per launch
+    scale = FP8_INPUT_SCALE**2 if r.dtype in FP8 else 1.0  # what cuBLASLt FP8 gets too: scale_a = scale_b = 1/16
+    args = [lau.args(a, b, c, scale) for a, b in inputs]  # tensor maps are encoded once, not per launch
     cublas, note = cublas_set(r, m, n, k, inputs)
+    if not cublas:
+        raise RuntimeError(f"{r.id} has no cuBLAS contender here, so no ratio can be measured: {note}.")
     contenders = {"kernel": lambda i: lau.enqueue(args[i % sets])}
     contenders.update({x.name: x.run for x in cublas})
     with faults_explained(r):
@@ -332,21 +384,24 @@ def measure_hmma_peak(iters: int = 1 << 12) -> Measured:
                  4096.0 * chains * iters * warps)
 
 
-def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seconds: float = 1.5) -> Measured:
-    """wgmma m64n256k16 BF16 throughput in TFLOP/s, two warpgroups per SM on one resident shared tile, held for
-    about `seconds` so the clock settles where the 700 W cap puts it. Zero operands draw less power than random
-    ones, so they run at a higher clock: `random_operands=True` is the ceiling a real GEMM can reach."""
+def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seconds: float = 1.5,
+                       dtype: str = "bf16") -> Measured:
+    """wgmma m64n256 throughput in TFLOP/s (k16 BF16, or k32 e4m3 with dtype="e4m3"), two warpgroups per SM on one
+    resident shared tile, held for about `seconds` so the clock settles where the 700 W cap puts it. Zero operands
+    draw less power than random ones, so they run at a higher clock: `random_operands=True` is the ceiling a real
+    GEMM can reach."""
     import cupy as cp
-    fn, threads = _probe_fn("hgmma_peak")
-    group = build("hgmma_peak").consts["HGMMA_GROUP"]
-    blocks = require_live(probe("hgmma_peak").needs_cc).sms  # 256 threads, ~150 registers: one block per SM
+    pid, k_step = {"bf16": ("hgmma_peak", 16), "e4m3": ("qgmma_peak", 32)}[dtype]
+    fn, threads = _probe_fn(pid)
+    group = build(pid).consts["HGMMA_GROUP"]
+    blocks = require_live(probe(pid).needs_cc).sms  # 256 threads, ~150 registers: one block per SM
     sink = cp.empty(blocks * threads, cp.float32)
-    words = (64 + 256) * 64 // 2
-    operands = (random_inputs("bf16", 1, 2 * words, 1)[1].view(cp.uint32)  # random bf16 pairs, as a GEMM's.reshape(-1)[:words].copy()
-                if random_operands else None)
+    words = (64 + 256) * 128 // 4  # the A and B tiles, 128 bytes per row, as 32-bit words
+    operands = (random_inputs(dtype, 1, 4 * words // (2 if dtype == "bf16" else 1), 1)[1]  # random values, as a
+                .view(cp.uint32).reshape(-1)[:words].copy() if random_operands else None)  # GEMM's operands hold
     ptr = operands if operands is not None else np.uint64(0)
     run = lambda: fn((blocks,), (threads,), (sink, np.int32(iters), ptr))  # noqa: E731
-    flop = 2.0 * 64 * 256 * 16 * group * iters * blocks * threads // 128
+    flop = 2.0 * 64 * 256 * k_step * group * iters * blocks * threads // 128
     end = time.perf_counter() + seconds / 3
     while time.perf_counter() < end:  # a third of the time under load first: the clock sags, then settles
         run()

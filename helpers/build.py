@@ -254,7 +254,7 @@ def intensity(r: Rung) -> float:
     A block that loads a [BM, K] slab of A and a [K, BN] slab of B once does 2*BM*BN*K FLOP on
     (BM + BN)*K elements; without reuse every FMA loads its own two operands.
     """
-    size = {"fp32": 4, "fp16": 2, "bf16": 2}[r.dtype]
+    size = {"fp32": 4, "fp16": 2, "bf16": 2, "e4m3": 1}[r.dtype]
     if r.reuse is None:
         return 2 / (2 * size)
     c = build(r).consts

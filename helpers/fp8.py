@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .check import BOUND_C, EPS_ACC, ROUND_OUT
+from .check import BOUND_C, EPS_ACC, ROUND_OUT, _xp
 
 
 # ---- the formats --------------------------------------------------------------------------------------------------
@@ -100,15 +100,16 @@ def spec(name: str | Format) -> Format:
 
 # ---- codes and values ---------------------------------------------------------------------------------------------
 
-def _step(mag: np.ndarray, f: Format) -> np.ndarray:
+def _step(mag, f: Format):
     """The step between neighbouring values in the binade holding each finite magnitude: 2^(e - man_bits) for
     mag in [2^e, 2^(e+1)), and the subnormal step (= the smallest subnormal) below the smallest normal."""
-    exponent = np.where(mag < f.min_normal, 1 - f.bias, np.frexp(mag)[1] - 1)
-    return np.ldexp(1.0, exponent - f.man_bits)
+    xp = _xp(mag)
+    exponent = xp.where(mag < f.min_normal, 1 - f.bias, xp.frexp(mag)[1] - 1)
+    return xp.ldexp(xp.ones_like(mag), (exponent - f.man_bits).astype(xp.int32))
 
 
 def encode(x, fmt: str = "e4m3", saturate: bool = True) -> np.ndarray:
-    """The codes of `x` (any float array) in the format: rounded to nearest, ties to even.
+    """The codes of `x` (any float array, NumPy or CuPy) in the format: rounded to nearest, ties to even.
 
     saturate=True is what the GPU does. Every PTX conversion into FP8 (`cvt.rn.satfinite.e4m3x2.f32`, its .e5m2x2
     and .f16x2 forms) carries `.satfinite`, which their syntax does not make optional. The PTX ISA's cvt instruction
@@ -126,48 +127,51 @@ def encode(x, fmt: str = "e4m3", saturate: bool = True) -> np.ndarray:
     a bounded error; per-tensor scaling (per_tensor_scale) is what keeps values from reaching the limit at all.
     """
     f = spec(fmt)
-    x = np.asarray(x, dtype=np.float64)       # float16/32/64 inputs are exact in float64
-    negative = np.signbit(x)
-    nan = np.isnan(x)
-    mag = np.where(np.isfinite(x), np.abs(x), 0.0)
-    # Dividing by the step (a power of two) is exact, so np.rint (ties to even) rounds the true value.
+    xp = _xp(x)                               # NumPy or CuPy arrays alike (random FP8 inputs are made on the GPU)
+    x = xp.asarray(x, dtype=xp.float64)       # float16/32/64 inputs are exact in float64
+    negative = xp.signbit(x)
+    nan = xp.isnan(x)
+    mag = xp.where(xp.isfinite(x), xp.abs(x), 0.0)
+    # Dividing by the step (a power of two) is exact, so xp.rint (ties to even) rounds the true value.
     step = _step(mag, f)
-    rounded = np.rint(mag / step) * step
-    over = (rounded > f.max_finite) | np.isinf(x)
-    rounded = np.where(over, f.max_finite, rounded)
+    rounded = xp.rint(mag / step) * step
+    over = (rounded > f.max_finite) | xp.isinf(x)
+    rounded = xp.where(over, f.max_finite, rounded)
     # fields of the rounded magnitude (it may have carried into the next binade, so take its exponent again)
-    e = np.frexp(rounded)[1] - 1
+    e = xp.frexp(rounded)[1] - 1
     normal = rounded >= f.min_normal
-    biased = np.where(normal, e + f.bias, 0)
-    fraction = np.where(normal, np.ldexp(rounded, f.man_bits - e) - 2**f.man_bits,
+    biased = xp.where(normal, e + f.bias, 0)
+    fraction = xp.where(normal, xp.ldexp(rounded, (f.man_bits - e).astype(xp.int32)) - 2**f.man_bits,
                         rounded / f.min_subnormal)
-    code = (biased.astype(np.int64) << f.man_bits) | fraction.astype(np.int64)
+    code = (biased.astype(xp.int64) << f.man_bits) | fraction.astype(xp.int64)
     if not saturate:
         overflow_code = (2**f.exp_bits - 1) << f.man_bits if f.ieee else f.nan_code
-        code = np.where(over, overflow_code, code)
-    code = np.where(nan, f.nan_code, code)
-    code = code | (negative.astype(np.int64) << (f.bits - 1))
+        code = xp.where(over, overflow_code, code)
+    code = xp.where(nan, f.nan_code, code)
+    code = code | (negative.astype(xp.int64) << (f.bits - 1))
     return code.astype(f.code_dtype)
 
 
 def decode(bits, fmt: str = "e4m3") -> np.ndarray:
-    """The values (float32, which holds every e4m3, e5m2 and bf16 value exactly) of an array of codes."""
+    """The values (float32, which holds every e4m3, e5m2 and bf16 value exactly) of an array of codes (NumPy or
+    CuPy)."""
     f = spec(fmt)
-    c = np.asarray(bits).astype(np.int64)
+    xp = _xp(bits)
+    c = xp.asarray(bits).astype(xp.int64)
     if c.size and (c.min() < 0 or c.max() >= 2**f.bits):
         raise ValueError(f"{f.name} codes are {f.bits}-bit integers (0 to {2**f.bits - 1}); "
                          f"got {c.min()} to {c.max()}")
     negative = (c >> (f.bits - 1)) & 1
     biased = (c >> f.man_bits) & (2**f.exp_bits - 1)
     fraction = c & (2**f.man_bits - 1)
-    mag = np.where(biased == 0, fraction * f.min_subnormal,
-                   np.ldexp(1.0 + fraction / 2**f.man_bits, biased - f.bias))
+    mag = xp.where(biased == 0, fraction * f.min_subnormal,
+                   xp.ldexp(1.0 + fraction / 2**f.man_bits, (biased - f.bias).astype(xp.int32)))
     all_ones = biased == 2**f.exp_bits - 1
     if f.ieee:
-        mag = np.where(all_ones, np.where(fraction == 0, np.inf, np.nan), mag)
+        mag = xp.where(all_ones, xp.where(fraction == 0, xp.inf, xp.nan), mag)
     else:
-        mag = np.where(all_ones & (fraction == 2**f.man_bits - 1), np.nan, mag)
-    return np.where(negative == 1, -mag, mag).astype(np.float32)
+        mag = xp.where(all_ones & (fraction == 2**f.man_bits - 1), xp.nan, mag)
+    return xp.where(negative == 1, -mag, mag).astype(xp.float32)
 
 
 def grid(fmt: str = "e4m3") -> np.ndarray:
@@ -417,6 +421,46 @@ def scaling_demo(rng: np.random.Generator, shape=(256, 4096), sigma: float = 1.0
     return ScalingDemo(x, f.name, _stats(x, w, 1.0, f), _stats(x, w, per_tensor_scale(x, f.name), f))
 
 
+# ---- FP8 against the original data, on a GEMM ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AccuracyDemo:
+    """Relative Frobenius errors of one activation-by-weight GEMM, each against the exact product of the original
+    float32 data (float64 sums): what storing the operands in a narrower format costs before C is rounded."""
+    shape: tuple          # (M, K, N)
+    errors: dict          # label -> ||C - exact|| / ||exact||
+    scales: tuple         # (scale_x, scale_w) of the per-tensor scaled FP8 version
+    flushed_unscaled: float  # share of the weights that became zero when stored in e4m3 unscaled
+
+
+def accuracy_demo(rng: np.random.Generator, m: int = 256, k: int = 4096, n: int = 256, w_sigma: float = 0.02,
+                  fmt: str = "e4m3") -> AccuracyDemo:
+    """Activations X [M, K] with a few large outliers (scaling_demo's data) times weights W [K, N] ~ N(0, w_sigma^2),
+    the sizes a transformer's layers have. The product is computed from:
+      - bf16 copies of X and W, summed in float64 (what the BF16 ladder feeds its tensor cores);
+      - FP8 codes with per-tensor amax scales, summed exactly per k32 step in float32 (the `gemm` model);
+      - the same, with the accumulator chopped to 14 significant bits after every k32 step, as chapter 12's probe
+        measured FP8 wgmma to keep;
+      - FP8 codes of the raw values (no scaling): large activations saturate at 448 and small weights fall among
+        the subnormals or flush to zero.
+    Errors are before C's own rounding (bf16 C adds about 2^-9 relative to every one of them)."""
+    x = scaling_demo(rng, shape=(m, k)).data.astype(np.float64)
+    w = w_sigma * rng.standard_normal((k, n))
+    exact = x @ w
+    rel = lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact))  # noqa: E731
+    _, xb = quantize(x, 1.0, "bf16")
+    _, wb = quantize(w, 1.0, "bf16")
+    sx, sw = per_tensor_scale(x, fmt), per_tensor_scale(w, fmt)
+    x8, w8 = encode(x / sx, fmt), encode(w / sw, fmt)
+    raw_x, raw_w = encode(x, fmt), encode(w, fmt)
+    errors = {"bf16 inputs": rel(xb.astype(np.float64) @ wb.astype(np.float64)),
+              f"{fmt}, per-tensor scales": rel(gemm(x8, w8, sx, sw, fmt, out="fp32")),
+              f"{fmt}, per-tensor scales, 14-bit sum": rel(gemm(x8, w8, sx, sw, fmt, out="fp32", acc_bits=14)),
+              f"{fmt}, no scaling": rel(gemm(raw_x, raw_w, 1.0, 1.0, fmt, out="fp32"))}
+    flushed = float(np.mean(decode(raw_w, fmt) == 0))
+    return AccuracyDemo((m, k, n), errors, (sx, sw), flushed)
+
+
 # ---- what a ring stage carries ------------------------------------------------------------------------------------
 
 SWIZZLE_ROW = 128   # bytes in one row of a 128B-swizzled TMA box: its inner dimension may not be wider
@@ -431,3 +475,77 @@ def stage(bm: int, bn: int, bk: int, itemsize: int) -> dict:
     flop = 2 * bm * bn * bk
     return {"bk": bk, "a_bytes": a, "b_bytes": b, "bytes": a + b, "flop": flop, "flop_per_byte": flop / (a + b),
             "row_bytes": bk * itemsize}
+
+
+# ---- how many bits does the tensor core keep? ----------------------------------------------------------------------
+
+# Where the three products of a probe row sit along k (+big, -big, tiny), per placement. A wgmma reads 32 values
+# of k in FP8 (16 in bf16), so "one instruction" keeps all three inside the first k32 step, "tiny in between" puts
+# the tiny product in a later instruction than +big and -big in a later one still, and "tiny first" starts the sum
+# with it. Every row's terms are exact in e4m3 and in bf16, and so is the true sum: the tiny product alone.
+PROBE_PLACEMENTS = {"one instruction": (0, 1, 2), "tiny in between": (3, 67, 35), "tiny first": (36, 68, 4)}
+PROBE_TINY = 18   # tiny products 2^8 .. 2^-9, one per column (mod 18)
+
+
+@dataclass(frozen=True)
+class AccumulationProbe:
+    """Inputs of the accumulator probe: C = A @ Bt^T where row m adds +big, -big and a tiny product, in the k order
+    of its placement. big = 2^(16 - shift) with shift 0 or 8 (per row), tiny = 2^(8 - j) with j = column mod 18,
+    so the tiny product sits d = 8 - shift + j binades below big: d = 0 .. 25. An accumulator that keeps p bits
+    below the largest term it adds keeps the tiny product while d < p and loses it beyond."""
+    a: np.ndarray          # [M, K] float32, exact in e4m3 and bf16
+    bt: np.ndarray         # [N, K] float32
+    expected: np.ndarray   # [M, N] the exact sum: the tiny product
+    d: np.ndarray          # [M, N] binades between big and tiny
+    placement: np.ndarray  # [M] index into PROBE_PLACEMENTS
+
+
+def accumulation_probe(m: int = 256, n: int = 256, k: int = 128) -> AccumulationProbe:
+    """The probe's operands for an M x N x K GEMM (K >= 69; every placement and shift on many rows)."""
+    if k < 69 or n < PROBE_TINY or m < 2 * len(PROBE_PLACEMENTS):
+        raise ValueError(f"the probe needs K >= 69, N >= {PROBE_TINY} and M >= {2 * len(PROBE_PLACEMENTS)}")
+    a, bt = np.zeros((m, k), np.float32), np.zeros((n, k), np.float32)
+    rows = np.arange(m)
+    placement = rows % len(PROBE_PLACEMENTS)
+    shift = 8 * ((rows // len(PROBE_PLACEMENTS)) % 2)
+    j = np.arange(n) % PROBE_TINY
+    for p, (plus, minus, tiny) in enumerate(PROBE_PLACEMENTS.values()):
+        mine = placement == p
+        a[mine, plus], a[mine, minus], a[mine, tiny] = 2.0 ** (8 - shift[mine]), -(2.0 ** (8 - shift[mine])), 1.0
+        bt[:, plus], bt[:, minus], bt[:, tiny] = 2.0**8, 2.0**8, np.ldexp(1.0, 8 - j)
+    expected = np.broadcast_to(np.ldexp(1.0, 8 - j), (m, n)).astype(np.float32)
+    d = (8 - shift)[:, None] + j[None, :]
+    return AccumulationProbe(a, bt, expected, d, placement)
+
+
+def kept_binades(probe: AccumulationProbe, c) -> dict:
+    """Per placement: the largest d such that every tiny product at d or fewer binades below big came out exact
+    (-1 if even d = 0 failed), and the smallest d at which one was lost (None if none was)."""
+    c = np.asarray(c, np.float32)
+    out = {}
+    for p, name in enumerate(PROBE_PLACEMENTS):
+        rows = probe.placement == p
+        exact, d = (c[rows] == probe.expected[rows]), probe.d[rows]
+        lost = d[~exact]
+        first_lost = int(lost.min()) if lost.size else None
+        out[name] = {"kept": (first_lost - 1) if first_lost is not None else int(d.max()), "first_lost": first_lost}
+    return out
+
+
+def probe_accumulator(rung_id: str = "12_fp8") -> dict:
+    """Run the accumulator probe through a rung's own kernel on the GPU (256 x 256 x 128, scale 1) and return
+    kept_binades of its C. An fp32 sum keeps 23 binades below big (big + tiny needs d + 1 <= 24 significant bits);
+    fewer means the tensor core drops bits before the sum reaches the fp32 registers."""
+    import cupy as cp
+    from .launch import prepare, to_bf16, upcast
+    lau = prepare(rung_id, 256, 256, 128)
+    probe = accumulation_probe(lau.m, lau.n, lau.k)
+    a, bt = cp.asarray(probe.a), cp.asarray(probe.bt)
+    if lau.rung.dtype == "bf16":
+        a, bt = to_bf16(a), to_bf16(bt)
+    else:
+        a, bt = encode(a, lau.rung.dtype), encode(bt, lau.rung.dtype)
+    c = lau.output()
+    lau(a, bt, c)
+    cp.cuda.runtime.deviceSynchronize()
+    return kept_binades(probe, cp.asnumpy(upcast(c)))

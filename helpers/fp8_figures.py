@@ -142,17 +142,19 @@ def fig_fp8_scaling(ax=None, demo: fp8.ScalingDemo | None = None, seed: int = 0)
 
 
 def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
-    """One ring stage of rung 10 (its BM, BN, BK and STAGE_BYTES, read from the kernel) in bf16 against the FP8
-    stage that keeps every box row at 128 bytes: BK doubles to 128, the bytes stay 48 KiB, the FLOP double. The
+    """One ring stage of rung 10 (its BM, BN, BK and STAGE_BYTES, read from the kernel) in bf16 against rung 12's
+    FP8 stage (checked against its kernel too), which keeps every box row at 128 bytes: BK doubles to 128, the bytes stay 48 KiB, the FLOP double. The
     FP8 tensor rate doubles too, so both stages last the same number of clocks at peak."""
     from matplotlib.patches import Patch
     from .build import build
     c = build(rung_id).consts
     rows = [("bf16", fp8.stage(c["BM"], c["BN"], c["BK"], 2), TENSOR_FLOP_PER_CLK),
             ("e4m3", fp8.stage(c["BM"], c["BN"], fp8.SWIZZLE_ROW, 1), fp8.FP8_RATE * TENSOR_FLOP_PER_CLK)]
-    if rows[0][1]["bytes"] != c["STAGE_BYTES"]:
-        raise ValueError(f"the stage model gives {rows[0][1]['bytes']} B but {rung_id} has STAGE_BYTES = "
-                         f"{c['STAGE_BYTES']}: update fp8.stage to the kernel's tiles")
+    c8 = build("12_fp8").consts
+    for (_, s, _), k in zip(rows, (c, c8)):
+        if s["bytes"] != k["STAGE_BYTES"] or s["bk"] != k["BK"]:
+            raise ValueError(f"the stage model gives {s['bytes']} B and BK = {s['bk']}, but the kernel has "
+                             f"STAGE_BYTES = {k['STAGE_BYTES']} and BK = {k['BK']}: update fp8.stage to the kernel")
     ax = _axes(ax, (12.0, 3.6))
     for y, (name, s, rate) in enumerate(rows):
         a, b = s["a_bytes"] / KIB, s["b_bytes"] / KIB
@@ -166,7 +168,7 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
                 f"{s['flop'] / rate:,.0f} clocks at {rate:,} FLOP/clk/SM;  x {c['STAGES']} stages = "
                 f"{c['STAGES'] * s['bytes'] // KIB} KiB of ring", va="center", fontsize=8.5)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{rung_id}\nas it is (bf16)", "its FP8 version\n(chapter 12, e4m3)"], fontsize=9)
+    ax.set_yticklabels([f"{rung_id}\n(bf16)", "12_fp8\n(e4m3)"], fontsize=9)
     ax.set(xlim=(0, 120), ylim=(len(rows) - 0.5, -0.5), xlabel="KiB per ring stage")
     ax.set_xticks(range(0, 49, 8))
     ax.legend(handles=[Patch(color="tab:cyan", label="A box"), Patch(color="tab:orange", label="B box")],

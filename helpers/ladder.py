@@ -160,7 +160,7 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
                 "rel_err": ok.rel_err, "method": METHOD, "tflops_iqr": list(kt.tflops_iqr), "cublas_iqr": base["iqr"],
                 "cublas_ref": base["ref"], "sm_clock_mhz": kt.sm_clock_mhz, "power_w": kt.power_w,
                 "cublas_sm_clock_mhz": base["sm_clock_mhz"], "cublas_power_w": base["power_w"],
-                "cublas_row_tflops": cub.tflops, "cupy_tflops": b.others["cupy.matmul"].tflops,
+                "cublas_row_tflops": cub.tflops, "cupy_tflops": b.others["cupy.matmul"].tflops if "cupy.matmul" in b.others else None,
                 "host_us": kt.host_us, "cublas_host_us": cub.host_us,
                 "ms": kt.ms, "batch": kt.batch, "rounds": kt.rounds, "input_sets": b.input_sets,
                 "worst_element": ok.worst_excess}
@@ -214,6 +214,10 @@ CEILINGS = {
     "hgmma_peak": ("BF16 wgmma (HGMMA) peak, zero operands (probe)", "TFLOP/s", measure_hgmma_peak),
     "hgmma_peak_random": ("BF16 wgmma (HGMMA) peak, random operands, sustained: the power-limited ceiling",
                           "TFLOP/s", lambda: measure_hgmma_peak(random_operands=True)),
+    "qgmma_peak": ("FP8 e4m3 wgmma (QGMMA) peak, zero operands (probe)", "TFLOP/s",
+                   lambda: measure_hgmma_peak(dtype="e4m3")),
+    "qgmma_peak_random": ("FP8 e4m3 wgmma (QGMMA) peak, random operands, sustained: chapter 12's ceiling", "TFLOP/s",
+                          lambda: measure_hgmma_peak(random_operands=True, dtype="e4m3")),
     **{f"cublas_{dt}_{n}": (f"strongest cuBLAS {dt.upper()} at N={n}", "TFLOP/s",
                             (lambda dt=dt, n=n: measure_cublas(dt, n)))
        for dt in ("fp32", "fp16", "bf16") for n in (4096, 8192)},
@@ -224,7 +228,7 @@ CEILINGS = {
     "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
 }
 # Which probe a ceiling needs (for the GPU it can run on); cuBLAS runs anywhere.
-_PROBE_OF = {"hgmma_peak_random": "hgmma_peak"}
+_PROBE_OF = {"hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak"}
 
 
 @dataclass(frozen=True)
@@ -362,6 +366,17 @@ def timing_demo(n: int = 2048, save: bool = True) -> dict:
                 "idle_start_us": st.median(idle), "aa_ratio": got["A"].ms / got["B"].ms, "batch": t.batch,
                 "rounds": t.rounds}
     return _labelled(*measured("demos", f"timing@{n}", how, save=save))
+
+
+def accumulator(r: Rung | str, save: bool = True) -> dict:
+    """How many binades below the largest term the rung's tensor-core sum keeps (helpers.fp8.probe_accumulator),
+    measured once per run on the rung's own kernel."""
+    r = _rung(r) if isinstance(r, str) else r
+
+    def how() -> dict:
+        from .fp8 import probe_accumulator
+        return {"rung": r.id, "placements": probe_accumulator(r.id)}
+    return _labelled(*measured("accumulator", r.id, how, r.needs_cc, r.arch, save))
 
 
 def sustained(r: Rung | str, n: int, save: bool = True) -> dict:

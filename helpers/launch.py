@@ -101,12 +101,20 @@ def validate(r: Rung, m: int, n: int, k: int, source: str | None = None) -> None
                          f"{MAX_GRID_Y} rows of blocks; M={m} needs {-(-m // consts[r.tile[0]])}: split M.")
 
 
+# FP8 operands travel as their uint8 codes: CuPy has no FP8 dtype (helpers.fp8 encodes and decodes them). Random
+# ones are standard-normal data stored with a per-tensor scale of 1/16, so they reach about +-90 of e4m3's +-448 and
+# the scale is exact; an FP8 rung multiplies its accumulators by the product of the two tensors' scales.
+FP8 = ("e4m3",)
+FP8_INPUT_SCALE = 2.0**-4
+
+
 def cp_dtype(dtype: str):
-    """The array dtype of a rung dtype name (CuPy has no bfloat16 of its own: ml_dtypes provides it)."""
+    """The array dtype of a rung dtype name (CuPy has no bfloat16 of its own: ml_dtypes provides it; e4m3 is held
+    as uint8 codes)."""
     if dtype == "bf16":
         import ml_dtypes
         return ml_dtypes.bfloat16
-    return {"fp32": np.float32, "fp16": np.float16}[dtype]
+    return {"fp32": np.float32, "fp16": np.float16, "e4m3": np.uint8}[dtype]
 
 
 def to_bf16(x):
@@ -118,9 +126,13 @@ def to_bf16(x):
 
 
 def upcast(x):
-    """fp32 copy of an fp32, fp16 or bf16 array; bf16 goes through its bits (CuPy cannot cast it)."""
+    """fp32 copy of an fp32, fp16, bf16 or e4m3 array (exact for all four); bf16 goes through its bits (CuPy cannot
+    cast it), e4m3 codes (uint8) through helpers.fp8.decode."""
     if x.dtype == np.dtype(cp_dtype("bf16")):  # methods only, so NumPy arrays work too (CPU tests)
         return (x.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if x.dtype == np.uint8:
+        from .fp8 import decode
+        return decode(x, "e4m3")
     return x.astype(np.float32)
 
 
@@ -133,6 +145,9 @@ def random_inputs(dtype: str, m: int, n: int, k: int, seed: int | None = None, b
     b = rng.standard_normal((k, n) if b_layout == "kn" else (n, k), dtype=cp.float32)
     if dtype == "bf16":
         return to_bf16(a), to_bf16(b)
+    if dtype in FP8:
+        from .fp8 import encode
+        return encode(a / FP8_INPUT_SCALE, dtype), encode(b / FP8_INPUT_SCALE, dtype)
     return a.astype(cp_dtype(dtype)), b.astype(cp_dtype(dtype))
 
 
@@ -214,7 +229,9 @@ def check_arrays(r: Rung, a, b, c) -> tuple[int, int, int]:
         form = "B[K,N]" if r.b_layout == "kn" else "Bt[N,K]^T (B stored K-major)"
         raise ShapeError(f"{r.id} computes C[M,N] = A[M,K] @ {form}; got A{a.shape}, B{b.shape}, C{c.shape}.")
     if a.dtype != want or b.dtype != want or c.dtype != np.dtype(cp_dtype(r.out_dtype)):
-        raise ShapeError(f"{r.id} takes {r.dtype} A and B and an {r.out_dtype} C; got {a.dtype}, {b.dtype}, {c.dtype}.")
+        held = " (as uint8 codes: helpers.fp8.encode)" if r.dtype in FP8 else ""
+        raise ShapeError(f"{r.id} takes {r.dtype} A and B{held} and an {r.out_dtype} C; got {a.dtype}, {b.dtype}, "
+                         f"{c.dtype}.")
     if not all(x.flags.c_contiguous for x in (a, b, c)):
         raise ShapeError(f"{r.id} needs row-major contiguous arrays; call cupy.ascontiguousarray first.")
     if needs_16_bytes(r):
@@ -225,18 +242,25 @@ def check_arrays(r: Rung, a, b, c) -> tuple[int, int, int]:
     return m, n, k
 
 
-def kernel_args(r: Rung, a, b, c, source: str | None = None) -> tuple:
-    """The launch arguments in the rung's convention: pointers, or TMA tensor maps of A and Bt."""
+def kernel_args(r: Rung, a, b, c, source: str | None = None, scale: float = 1.0) -> tuple:
+    """The launch arguments in the rung's convention: pointers, or TMA tensor maps of A and Bt; an FP8 rung takes
+    the dequantization scale (scale_a * scale_b) last."""
     m, k = a.shape
     n = c.shape[1]
     mnk = (np.int32(m), np.int32(n), np.int32(k))
+    if r.dtype in FP8:
+        if not np.isfinite(scale) or scale == 0:
+            raise ShapeError(f"{r.id} multiplies C by scale_a * scale_b; got {scale}, which would zero or poison C.")
+        mnk += (np.float32(scale),)
+    elif scale != 1.0:
+        raise ShapeError(f"{r.id} takes {r.dtype} operands, which carry no scale; only FP8 rungs take one.")
     if r.operands.startswith("tensor_maps"):
         from .tma import tensor_map_2d
         consts = build(r, source).consts
         box_k = consts["BK"]
         # A cluster fetches a shared B tile in slices, one per CTA: the box is the slice.
-        maps = (tensor_map_2d(a, consts[r.tile[0]], box_k),
-                tensor_map_2d(b, consts.get("B_BOX_ROWS", consts[r.tile[1]]), box_k))
+        maps = (tensor_map_2d(a, consts[r.tile[0]], box_k, dtype=r.dtype),
+                tensor_map_2d(b, consts.get("B_BOX_ROWS", consts[r.tile[1]]), box_k, dtype=r.dtype))
         if r.operands == "tensor_maps_c":  # C is written back by TMA stores in [64, C_CHUNK] boxes
             maps += (tensor_map_2d(c, 64, consts["C_CHUNK"], dtype=r.out_dtype),)
         return (*maps, c, *mnk)
@@ -270,22 +294,22 @@ class Launch:
         c = cp.full((self.m, self.n), cp.nan, dtype=cp.float32)
         return to_bf16(c) if self.rung.out_dtype == "bf16" else c
 
-    def args(self, a, b, c) -> tuple:
+    def args(self, a, b, c, scale: float = 1.0) -> tuple:
         """Check the arrays against this launch's shape, then build the arguments (tensor maps are encoded here,
-        once, not per launch)."""
+        once, not per launch). `scale` is an FP8 rung's scale_a * scale_b."""
         if check_arrays(self.rung, a, b, c) != (self.m, self.n, self.k):
             raise ShapeError(f"this launch of {self.rung.id} was prepared for {self.m}x{self.n}x{self.k}; got "
                              f"A{a.shape}, C{c.shape}.")
-        return kernel_args(self.rung, a, b, c, self.source)
+        return kernel_args(self.rung, a, b, c, self.source, scale)
 
     def enqueue(self, args: tuple) -> None:
         """Queue one launch with prepared arguments (no checks and no lookups: the timing loop calls this, and its
         host cost is what the spin kernel must cover)."""
         self.kernel(self.grid, self.block, args, shared_mem=self.smem)
 
-    def __call__(self, a, b, c) -> None:
+    def __call__(self, a, b, c, scale: float = 1.0) -> None:
         with faults_explained(self.rung):
-            self.enqueue(self.args(a, b, c))
+            self.enqueue(self.args(a, b, c, scale))
 
 
 def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, source: str | None = None) -> Launch:
@@ -301,8 +325,9 @@ def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
     return Launch(r, m, n, k, grid, block, smem, source, fn)
 
 
-def launch(r: Rung | str, a, b, c, source: str | None = None) -> None:
-    """C = A @ B with rung r (or its variant `source`). Shapes, dtypes and buffers are checked before the launch."""
+def launch(r: Rung | str, a, b, c, source: str | None = None, scale: float = 1.0) -> None:
+    """C = A @ B with rung r (or its variant `source`); C = scale * (A @ B) for an FP8 rung. Shapes, dtypes and
+    buffers are checked before the launch."""
     r = _rung(r) if isinstance(r, str) else r
     m, n, k = check_arrays(r, a, b, c)
-    prepare(r, m, n, k, source)(a, b, c)
+    prepare(r, m, n, k, source)(a, b, c, scale)

@@ -13,7 +13,9 @@ from .registry import rung as _rung
 ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2", "tab:cyan")}
 PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak", "tab:green"),
          "hgmma_peak": ("wgmma peak, zero operands", "tab:pink"),
-         "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red")}
+         "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red"),
+         "qgmma_peak": ("FP8 wgmma peak, zero operands", "tab:purple"),
+         "qgmma_peak_random": ("FP8 wgmma peak, random operands (power-limited)", "tab:brown")}
 
 
 def _numbers(rows) -> list:

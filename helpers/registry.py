@@ -17,7 +17,7 @@ class Rung:
     id: str                      # "<chapter>_<name>", e.g. "01_warptiled"
     title: str                   # what the rung adds, in a few words
     entry: str                   # the extern "C" __global__ function
-    dtype: str = "fp32"          # input dtype: fp32, fp16 or bf16 (accumulation is fp32 throughout)
+    dtype: str = "fp32"          # input dtype: fp32, fp16, bf16 or e4m3 (FP8: uint8 codes, C = scale_a scale_b A @ B)
     arch: str = "sm_90a"         # what NVRTC compiles for
     needs_cc: tuple = (8, 0)     # lowest compute capability that runs it
     tile: tuple = ("BM", "BN")   # constexpr names of the block tile: grid = (ceil(N/BN), ceil(M/BM))
@@ -134,6 +134,13 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_beyond_cublas", "+ a tile per problem shape", "gemm_beyond_cublas",
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
          **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
+    # Chapter 12: rung 10's kernel on e4m3 operands (its 128 x 256 tile; the same 48 KiB stage holds k = 128).
+    Rung("12_fp8", "e4m3 operands, wgmma k32, scales in the epilogue", "gemm_fp8", dtype="e4m3", out_dtype="bf16",
+         needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c",
+         divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"},
+         sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
+                   "QGMMA.64x256x32.F32.E4M3.E4M3"),
+         sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS"), target=(1.00, 4096, "cublas")),
 )
 
 
@@ -162,6 +169,8 @@ PROBES: tuple[Probe, ...] = (
     Probe("hmma_peak", "mma.sync (HMMA) peak, BF16", "probe_hmma", unit="TFLOP/s", sass_has=("HMMA.16816.F32.BF16",)),
     Probe("hgmma_peak", "wgmma (HGMMA) peak, BF16", "probe_hgmma", unit="TFLOP/s", needs_cc=(9, 0),
           sass_has=("HGMMA.64x256x16.F32.BF16",)),
+    Probe("qgmma_peak", "wgmma (QGMMA) peak, FP8 e4m3", "probe_qgmma", unit="TFLOP/s", needs_cc=(9, 0),
+          sass_has=("QGMMA.64x256x32.F32.E4M3.E4M3",)),
 )
 
 

@@ -57,7 +57,7 @@ def where_it_runs() -> str:
     everywhere else it replays the recorded H100 numbers."""
     from .registry import RUNGS
     lines = [f"{'chapter':<8} {'kernels':>7}   runs live on"]
-    for ch in ("00", *dict.fromkeys(r.chapter for r in RUNGS), "11"):
+    for ch in sorted({"00", "11", *(r.chapter for r in RUNGS)}):
         hopper, older = _split(_items(ch))
         if hopper and older:
             where = f"H100 for {len(hopper)}; A100, L4 or H100 for the other {len(older)}"

@@ -6,6 +6,7 @@
 //  probe_hmma     mma.sync peak: independent m16n8k16 BF16 MMAs on register operands (added with chapter 03).
 //  probe_hgmma    wgmma peak: m64n256k16 BF16 on one resident shared tile, no global traffic (chapter 06):
 //                 zero operands (the tile is zero-filled), or random ones copied in once from global memory.
+//  probe_qgmma    the same with m64n256k32 e4m3 (chapter 12): the FP8 wgmma peak.
 //  probe_spin     not a ceiling: the timing harness launches it first, so the GPU stays busy while the host
 //                 queues the batch it times, and the CUDA events see GPU work only.
 // New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma (kernels/common/).  Requires: sm_80+, sm_90a for hgmma.
@@ -16,7 +17,7 @@
 constexpr int THREADS = 256;  // block size of every probe
 constexpr int CHAINS = 8;     // independent FFMA chains per thread: enough to cover the FFMA latency
 constexpr int MMA_CHAINS = 8; // independent accumulators per warp for the mma.sync probe
-constexpr int HGMMA_GROUP = 4;  // wgmma per commit group in the wgmma probe (one 64-deep k tile)
+constexpr int HGMMA_GROUP = 4;  // wgmma per commit group in the wgmma probes (one 128-byte k tile)
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n4) {
@@ -67,25 +68,30 @@ probe_hmma(float* __restrict__ sink, int iters, unsigned seed) {
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-probe_hgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
-    // wgmma exists only on sm_90a; elsewhere (an A100 measuring the other probes) this kernel is never launched.
+// The wgmma probes' body: two warpgroups per block run back-to-back m64n256 wgmmas on one resident shared tile,
+// no global traffic. FP8 = false: BF16, k16 per instruction (HGMMA); true: e4m3, k32 per instruction (QGMMA). A
+// k step is 32 bytes either way, so the tile, the descriptors and the 128-byte swizzle are the same for both.
+template <bool FP8>
+__device__ __forceinline__ void wgmma_probe(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
+    // wgmma exists only on sm_90a; elsewhere (an A100 measuring the other probes) these kernels are never launched.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // A [64, 64] and B [256, 64] bf16 tile, 1024-byte aligned for the 128-byte swizzle; each wgmma is
-    // 2 * 64 * 256 * 16 = 524,288 FLOP. The values do not change the instruction count, but they change the
-    // power: zeros toggle almost no multiplier bits, so under the 700 W cap the clock stays higher than on real
-    // data. `operands` (random bf16 pairs) gives the power-limited rate; nullptr gives the zero-operand one.
-    __shared__ __align__(1024) unsigned tiles[(64 + 256) * 64 / 2];
-    for (int i = threadIdx.x; i < (64 + 256) * 64 / 2; i += THREADS) tiles[i] = operands ? operands[i] : 0u;
+    // A [64, 128 bytes] and B [256, 128 bytes], 1024-byte aligned for the 128-byte swizzle; each wgmma is
+    // 2 * 64 * 256 * 16 = 524,288 FLOP in BF16 and twice that in FP8. The values do not change the instruction
+    // count, but they change the power: zeros toggle almost no multiplier bits, so under the 700 W cap the clock
+    // stays higher than on real data. `operands` (random values) gives the power-limited rate; nullptr, zeros.
+    __shared__ __align__(1024) unsigned tiles[(64 + 256) * 128 / 4];
+    for (int i = threadIdx.x; i < (64 + 256) * 128 / 4; i += THREADS) tiles[i] = operands ? operands[i] : 0u;
     fence_proxy_async_shared_cta();  // ordinary stores, read next by wgmma through the async proxy
     __syncthreads();
-    const unsigned a = smem_addr(tiles), b = a + 64 * 64 * 2;
+    const unsigned a = smem_addr(tiles), b = a + 64 * 128;
     float acc[128];
     wgmma_fence();
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
-        for (int j = 0; j < HGMMA_GROUP; ++j)
-            wgmma_m64n256k16_bf16(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
+        for (int j = 0; j < HGMMA_GROUP; ++j) {
+            if constexpr (FP8) wgmma_m64n256k32_e4m3(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
+            else wgmma_m64n256k16_bf16(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
+        }
         wgmma_commit_group();
         wgmma_wait_group<1>();  // one group stays in flight while the next is issued, as in a GEMM main loop
     }
@@ -95,6 +101,16 @@ probe_hgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ op
     for (int j = 0; j < 128; ++j) s += acc[j];
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 #endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_hgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
+    wgmma_probe<false>(sink, iters, operands);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_qgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
+    wgmma_probe<true>(sink, iters, operands);
 }
 
 // Busy-waits `ns` nanoseconds of GPU time on one warp. Launched on the stream just before a timed batch, it

@@ -1,4 +1,4 @@
-// Rung 12_fp8 (draft: not in the registry yet): Hopper FP8. e4m3 A and B, FP32 accumulate, BF16 C, sm_90a.
+// Rung 12_fp8: Hopper FP8. e4m3 A and B, FP32 accumulate, BF16 C, sm_90a.
 // Builds on: 10_beyond_cublas, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
 // stmatrix + TMA-store epilogue, 128 x 256 tiles). What changes:
 //   - A and Bt hold e4m3 (1 byte), so the 128-byte TMA box row and swizzle row carry BK = 128 values of k, and a

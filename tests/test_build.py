@@ -185,9 +185,9 @@ def test_chapter_05_ablation_changes_one_thing_a_step():
     assert [(f["stages"], f["smem"], f["blocks"]) for f in (double, ring)] == [(2, 32768, 2), (4, 65536, 2)]
 
 
-def test_the_draft_fp8_rung_compiles_to_qgmma_without_spills():
-    """kernels/12_fp8.cu is chapter 12's groundwork (not in the registry until it is measured): FP8 wgmma as
-    QGMMA, no bf16 HGMMA, rung 10's TMA, multicast and stmatrix epilogue, nothing in local memory."""
+def test_the_fp8_rung_compiles_to_qgmma_without_spills():
+    """Chapter 12's rung: FP8 wgmma as exactly four QGMMA per stage, no bf16 HGMMA, rung 10's TMA, multicast and
+    stmatrix epilogue, nothing in local memory."""
     from helpers.build import compile_source
     from helpers.registry import KERNELS
     b = compile_source((KERNELS / "12_fp8.cu").read_text(), "kernels/12_fp8.cu", "sm_90a")

@@ -343,3 +343,16 @@ def test_fp8_figures_say_what_the_models_compute(name, says):
             assert ends[-1] == 48.0
     finally:
         plt.close(ax.figure)
+
+
+def test_accuracy_demo_orders_the_formats_and_matches_the_quantization_model():
+    from helpers.fp8 import accuracy_demo, quantization_error
+    d = accuracy_demo(np.random.default_rng(0))
+    e = d.errors
+    bf16, scaled, narrow, raw = (e["bf16 inputs"], e["e4m3, per-tensor scales"],
+                                 e["e4m3, per-tensor scales, 14-bit sum"], e["e4m3, no scaling"])
+    assert bf16 < scaled < raw and raw > 0.3                     # unscaled: the outliers saturate at 448
+    assert abs(scaled / quantization_error(4096).relative - 1) < 0.2  # sqrt(2) x the rms rounding error of a value
+    assert abs(narrow / scaled - 1) < 0.02                       # the 14-bit sum costs little next to the inputs
+    assert 8 * bf16 < scaled                                     # 8 bits of significand against 4
+    assert d.flushed_unscaled > 0.01                             # weights of 0.02 meet e4m3's subnormals

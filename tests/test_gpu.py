@@ -14,7 +14,9 @@ SHAPES = [(128, 128, 32), (256, 128, 64), (128, 256, 96), (384, 128, 160), (256,
           (128, 256, 64), (256, 256, 128), (384, 512, 192), (128, 768, 320), (640, 256, 448), (512, 1024, 64),
           (129, 130, 131), (1, 1, 1), (33, 65, 17), (640, 1152, 72), (127, 255, 9),
           # multiples of chapter 10's 256 x 256 cluster tile; the first two give some clusters several tiles
-          (4096, 4096, 128), (2304, 4352, 192), (512, 768, 576), (1280, 512, 320), (256, 2560, 64)]
+          (4096, 4096, 128), (2304, 4352, 192), (512, 768, 576), (1280, 512, 320), (256, 2560, 64),
+          # K in multiples of 128 too, for chapter 12's FP8 rung (a stage holds k = 128)
+          (512, 768, 384), (2304, 4352, 256), (1280, 512, 640), (256, 2560, 1152), (768, 256, 4096)]
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
@@ -42,6 +44,30 @@ def test_every_rung_accepts_at_least_ten_shapes():
             except ShapeError:
                 pass
         assert ok >= 10, (r.id, ok)
+
+
+def test_fp8_wgmma_sums_with_14_significant_bits_and_bf16_wgmma_with_fp32():
+    # The element-wise bound of the FP8 rung (helpers.check.EPS_ACC_OF) assumes this: a product 2^-14 below the
+    # largest term is lost, 2^-13 is kept, wherever it sits along k. bf16 wgmma keeps all 24 bits of fp32.
+    from helpers.fp8 import probe_accumulator
+    fp8, bf16 = probe_accumulator("12_fp8"), probe_accumulator("10_beyond_cublas")
+    assert all(p == {"kept": 13, "first_lost": 14} for p in fp8.values()), fp8
+    assert bf16["one instruction"]["kept"] >= 23 and bf16["tiny first"] == {"kept": 23, "first_lost": 24}, bf16
+
+
+def test_fp8_scale_is_applied_once_and_refused_when_zero():
+    import cupy as cp
+    from helpers import prepare
+    from helpers.check import verdict
+    lau = prepare("12_fp8", 256, 256, 256)
+    a, b = lau.inputs()
+    c = lau.output()
+    lau(a, b, c, 3.0)
+    cp.cuda.runtime.deviceSynchronize()
+    assert verdict(lau.rung, 256, 256, 256, a, b, c, 3.0).ok
+    assert not verdict(lau.rung, 256, 256, 256, a, b, c, 1.0).ok  # the check notices a missing scale
+    with pytest.raises(ShapeError, match="scale"):
+        lau(a, b, c, 0.0)
 
 
 def test_wrong_dtype_is_refused_before_launch():

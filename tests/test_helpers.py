@@ -222,7 +222,7 @@ def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch
     text = report.banner_text("06")
     assert "This GPU cannot run everything here (06_wgmma_m64n64, 06_wgmma_wide need an H100 (sm_90a))" in text
     ladder = report.banner_text()
-    assert "the rungs of chapters 06-10 need an H100" in ladder and "01-05" not in ladder
+    assert "the rungs of chapters 06-12 need an H100" in ladder and "01-05" not in ladder
     t4 = gpu.Device("Tesla T4", (7, 5), 40, 4 << 20, 64 << 10, 1590, 5001, "535", "12.2", "12.2", "14.2.0", "12.2")
     monkeypatch.setattr(report, "device", lambda: t4)
     assert "(02_wmma_naive, 02_wmma_smem need sm_80 or newer)" in report.banner_text("02")
@@ -269,9 +269,9 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
         text = report.needs_text(r.chapter)
         assert r.id in text or "all 6 of its rungs" in text, (r.id, text)
         assert ("need an H100" in text or "needs an H100" in text) == (tuple(r.needs_cc) >= (9, 0)), text
-    assert "hgmma_peak needs an H100" in report.needs_text("00")
+    assert "hgmma_peak, qgmma_peak need an H100" in report.needs_text("00")
     mixed = report.needs_text("11")
-    assert "chapters 06-10 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
+    assert "chapters 06-12 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
 
 
 # ---- chapter 01 figures: the models they draw are the kernels' own index arithmetic ----------------------------
