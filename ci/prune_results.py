@@ -8,7 +8,8 @@ import sys
 
 from helpers import device, results
 
-TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timeline", "grids", "sustained", "variants")
+TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timeline", "grids", "sustained", "variants",
+         "accumulator")
 
 if __name__ == "__main__":
     run = sys.argv[1]

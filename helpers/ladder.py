@@ -381,7 +381,12 @@ def accumulator(r: Rung | str, save: bool = True) -> dict:
 
 def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
     """The rung and the strongest cuBLAS (the winner of the interleaved rounds) each held back to back, the
-    power-limited regime of a long run: TFLOP/s, SM clock, board power and picojoules per FLOP of both."""
+    power-limited regime of a long run: TFLOP/s, SM clock, board power and picojoules per FLOP of both.
+
+    Back to back there is no spin kernel to hide the host: a contender whose host time to queue one call is not
+    well below its GPU time per call starves the GPU, and its rate is then the host's, not the GPU's. `host_bound`
+    names such contenders (their host time is at least 80% of their GPU time); a ratio with one of them in it is
+    no GPU-time comparison."""
     r = _rung(r) if isinstance(r, str) else r
 
     def how() -> dict:
@@ -396,5 +401,16 @@ def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
                 "cublas_ref": b.cublas_ref, "burst_ratio": b.ratio, "sm_clock_mhz": k.sm_clock_mhz,
                 "power_w": k.power_w, "pj_per_flop": pj(k), "cublas_sm_clock_mhz": c.sm_clock_mhz,
                 "cublas_power_w": c.power_w, "cublas_pj_per_flop": pj(c), "rounds": k.rounds,
-                "tflops_iqr": list(k.tflops_iqr), "cublas_iqr": list(c.tflops_iqr)}
-    return _labelled(*measured("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save))
+                "tflops_iqr": list(k.tflops_iqr), "cublas_iqr": list(c.tflops_iqr),
+                "host_us": b.kernel.host_us, "cublas_host_us": b.cublas.host_us,
+                "gpu_us": b.kernel.ms * 1e3, "cublas_gpu_us": b.cublas.ms * 1e3}
+    e = _labelled(*measured("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save))
+    if e.get("cublas_gpu_us") is None:  # recorded before these were kept: the same run's ladder row has them
+        row = measure(r, n)
+        e.update(host_us=row.host_us, cublas_host_us=row.cublas_host_us, gpu_us=2e6 * n**3 / (row.tflops * 1e12),
+                 cublas_gpu_us=2e6 * n**3 / (row.cublas_tflops * 1e12), host_from=f"gemm row of run {row.run}")
+    # GPU time per call in bursts (behind a spin: the GPU's own time) against the host's time to queue one call
+    e["host_bound"] = [who for who, host, gpu in (("rung", e["host_us"], e["gpu_us"]),
+                                                  ("cuBLAS", e["cublas_host_us"], e["cublas_gpu_us"]))
+                       if host is not None and host >= 0.8 * gpu]
+    return e
