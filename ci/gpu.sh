@@ -2,11 +2,12 @@
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
-#   (default: all of them; chapter 10 replays what `tune` records). A 10-minute call fits about half. Timed on the
-#   H100 on 2026-11-22: tests 75-95 s, sanitize 160 s (every rung), ceilings 16 s, crosscheck 14 s, banks 13 s, l2 76 s,
-#   ladder 125 s, tune 25 s, notebooks 185-225 s. So: `tests sanitize ceilings crosscheck banks l2`, then
-#   `ladder tune notebooks`, back to back (a machine idle for 30 s is given back) with one GEMM_LADDER_RUN, copying
-#   results/ back into the tree between calls. Leave MPLBACKEND unset for `notebooks` (ci/execute.py drops it). Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
+#   (default: all of them; chapters 10 and 12 replay what `tune` records). A 10-minute call fits about half. Timed on
+#   the H100 on 2026-11-22 (run 03:29Z): tests 108 s, sanitize 193 s (every rung), ceilings 20 s, crosscheck 39 s, banks
+#   14 s, l2 109 s, ladder 134 s, tune 43 s, notebooks 277 s. So: `tests sanitize ceilings crosscheck banks l2` (490 s),
+#   then `ladder tune notebooks prune` (460 s), back to back (a machine idle for 30 s is given back) with one
+#   GEMM_LADDER_RUN, copying results/ back into the tree between calls. Leave MPLBACKEND unset for `notebooks`
+#   (ci/execute.py drops it). Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
 # Every process shares one run id (GEMM_LADDER_RUN; set it yourself to continue a run across calls): a row or
 # ceiling measured once in the run is reused by every chapter, so the book shows one coherent set of numbers.
 set -uo pipefail

@@ -37,10 +37,11 @@ def test_the_book_shows_one_run(data):
 
 
 def test_every_row_was_timed_by_gpu_time_against_a_same_output_cublas(data):
+    from helpers import rung
     for key, e in data["gemm"].items():
         assert e["method"] == "gpu-time", key
         assert f"{e['dtype']} in" in e["cublas_ref"], (key, e["cublas_ref"])
-        out = "bf16" if e["rung"].startswith("10_") else "fp32"
+        out = rung(e["rung"]).out_dtype
         assert f"{out} out" in e["cublas_ref"], (key, e["cublas_ref"])
         assert e["correct"], key
 
@@ -118,7 +119,7 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
     g = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
     f3072, f1024 = (g(FINAL, n)["tflops"] / g("10_stmatrix", n)["tflops"] for n in (3072, 1024))
     assert f"{f3072:.2f} times as fast as the 128 × 256 one (the napkin said 1.29)" in text and 1.2 <= f3072 <= 1.3
-    assert "gains a factor of 1.47" in text and round(f1024, 2) == 1.47
+    assert f"gains a factor of {f1024:.2f}, less than the 1.7 the napkin allows" in text and f1024 < 1.7
     assert g(FINAL, 3072)["tile"] == [128, 192] and g(FINAL, 1024)["tile"] == [128, 128]
     assert g(FINAL, 4096)["tile"] == [128, 256] and g(FINAL, 8192)["tile"] == [128, 256]
     assert "from three quarters of cuBLAS to 94%" in text and round(100 * _ratio(data, FINAL, 3072)) == 94
@@ -157,21 +158,27 @@ def test_chapter_10_power_and_variant_claims_hold(data):
         assert 0.98 <= s["ratio"] < 1, s["ratio"]  # "behind it by under two points"
     assert (f"{sus[0]['pj_per_flop']:.2f} against {sus[0]['cublas_pj_per_flop']:.2f} at N=4096, "
             f"{sus[1]['pj_per_flop']:.2f} against {sus[1]['cublas_pj_per_flop']:.2f} at 8192") in text
+    assert "slightly more picojoules per FLOP" in text and all(s["pj_per_flop"] > s["cublas_pj_per_flop"] for s in sus)
+    bursts = [data["gemm"][results.gemm_key(FINAL, s["n"], s["n"], s["n"])][c] for s in sus
+              for c in ("sm_clock_mhz", "cublas_sm_clock_mhz")]
+    assert f"the SM clock falls from the {min(bursts):,.0f}-{max(bursts):,.0f} MHz of\nthe bursts" in text
     roof = data["ceilings"]["hgmma_peak_random"]["value"]
     shares = [t / roof for s in sus for t in (s["tflops"], s["cublas_tflops"])]
     assert "75-79% of the power-limited wgmma ceiling" in text and all(0.745 <= x < 0.795 for x in shares), shares
     v = lambda change, n: data["variants"][f"{FINAL}:{json.dumps(change, sort_keys=True)}@{n}"]["ratio"]  # noqa: E731
     base = {n: v({}, n) for n in (2048, 4096, 8192)}
-    assert all(abs(v({"GROUP_M": g}, n) - base[n]) < 0.015 for g in (4, 16) for n in base)
+    assert "moves the rung by under 2 points" in text
+    assert all(abs(v({"GROUP_M": g}, n) - base[n]) < 0.02 for g in (4, 16) for n in base)
     assert f"costs {100 * (base[8192] - v({'SCHEDULE': 0}, 8192)):.0f} points at N=8192" in text
     assert (f"costs {100 * (base[4096] - v({'CLUSTER': 1}, 4096)):.0f}\npoints at N=4096 and "
             f"{100 * (base[8192] - v({'CLUSTER': 1}, 8192)):.0f} at 8192") in text
     worst = max(round(100 * (base[n] - v({"C_BUFFERS": 4}, n))) for n in base)
     assert f"four C buffers never help, costing up\nto {worst} points" in text
     assert all(v({"C_BUFFERS": 4}, n) < base[n] for n in base)
-    assert "lands at 92-94% of cuBLAS" in text and "Clusters of one reach 97% there" in text
+    assert "lands at 92-94% of cuBLAS" in text and f"Clusters of one reach {100 * v({'CLUSTER': 1}, 2048):.0f}% there" in text
     assert all(0.915 <= v(c, 2048) < 0.945 for c in ({}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"C_BUFFERS": 4}))
-    assert round(100 * v({"CLUSTER": 1}, 2048)) == 97 and "though at full waves they\nlose 6-12 points" in text
+    assert v({"CLUSTER": 1}, 2048) > base[2048] and "though at full waves they\nlose 6-12 points" in text
+    assert f"running {100 * (v({'CLUSTER': 1}, 2048) - base[2048]):.1f} points faster" in " ".join(text.split())
     assert all(6 <= round(100 * (base[n] - v({"CLUSTER": 1}, n))) <= 12 for n in (4096, 8192))
 
 
@@ -237,11 +244,13 @@ def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
     assert all(t("06_wgmma_m64n64", n) < 0.6 * data["ceilings"]["hgmma_peak"]["value"] for n in sizes)
     ch07 = _markdown("07_tma.ipynb")
     assert "ahead at both sizes\nby about an eighth to a quarter" in ch07  # the napkin's words
-    assert "ahead at both sizes, but the napkin holds only at\nN = 4096" in ch07
+    assert "In the run recorded here the napkin holds only at\nN = 4096" in ch07
     assert 1.125 <= t("07_tma", 4096) / t("06_wgmma_wide", 4096) <= 1.25
-    assert 1.0 < t("07_tma", 8192) / t("06_wgmma_wide", 8192) < 1.125
-    assert "N = 4096 (a seventh); at 8192 the step shrinks to a few percent" in ch07
-    assert 0.13 <= t("07_tma", 4096) / t("06_wgmma_wide", 4096) - 1 <= 0.16 and t("07_tma", 8192) / t("06_wgmma_wide", 8192) < 1.06
+    behind = 1 - t("07_tma", 8192) / t("06_wgmma_wide", 8192)
+    assert f"N = 4096 (a seventh); at 8192 rung 07 falls behind rung 06, by {100 * behind:.0f}%" in " ".join(ch07.split())
+    assert 0.13 <= t("07_tma", 4096) / t("06_wgmma_wide", 4096) - 1 <= 0.16 and behind > 0
+    iqr = data["gemm"][results.gemm_key("07_tma", 8192, 8192, 8192)]["tflops_iqr"]
+    assert f"its rounds spread over {iqr[0]:.1f}-{iqr[1]:.1f} TFLOP/s" in " ".join(ch07.split())
     ch08 = _markdown("08_warp_specialization.ipynb")
     assert "rung 08 is slower than rung 07 at both sizes, and much slower at N =\n8192" in ch08
     assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
@@ -291,9 +300,9 @@ def test_chapter_09_compares_rungs_as_the_run_measured(data):
     assert "Rung 09 is faster than rung 08 at both sizes" in ch09
     assert 1.15 <= t("09_setmaxnreg", 4096) / t("08_warp_specialized", 4096) < 4 / 3
     assert t("09_setmaxnreg", 8192) / t("08_warp_specialized", 8192) > 1.5
-    assert "rung 09 is ahead at both sizes: by 9% at N = 4096" in ch09 and "by nearly a quarter at 8192" in ch09
+    assert "rung 09 is ahead at both sizes: by 9% at N = 4096" in ch09 and "by a third at 8192" in ch09
     assert round(t("09_setmaxnreg", 4096) / t("07_tma", 4096) - 1, 2) == 0.09
-    assert 1.2 <= t("09_setmaxnreg", 8192) / t("07_tma", 8192) < 1.25
+    assert abs(t("09_setmaxnreg", 8192) / t("07_tma", 8192) - 4 / 3) < 0.03
     said = " ".join(ch09.split())
     for n, where in ((4096, "of it at N = 4096"), (8192, "at 8192")):
         assert f"×{t('09_setmaxnreg', n) / t('08_same_tile', n):.2f} {where}" in said, n
@@ -313,11 +322,13 @@ def test_chapters_02_and_03_compare_rungs_as_the_run_measured(data):
     assert all(t("02_wmma_naive", n) < t("01_warptiled", n) for n in sizes)
     assert "more than four times faster than the naive one" in ch02
     assert all(t("02_wmma_smem", n) / t("02_wmma_naive", n) > 4 for n in sizes)
-    assert "nearly three times faster than the warptiled rung" in ch02
-    assert all(2.6 <= t("02_wmma_smem", n) / t("01_warptiled", n) < 3 for n in sizes)
+    assert "about three times faster than the warptiled rung" in ch02
+    assert all(2.8 <= t("02_wmma_smem", n) / t("01_warptiled", n) <= 3.2 for n in sizes)
     assert "more than twice chapter 00's FFMA probe" in ch02
     assert all(t("02_wmma_smem", n) > 2 * c["ffma_peak"]["value"] for n in sizes)
     assert "about a fifth" in ch02 and all(0.17 <= t("02_wmma_smem", n) / c["hmma_peak"]["value"] <= 0.23 for n in sizes)
+    l2 = c["l2_read"]["value"]
+    assert f"about {32 * l2:.0f} TFLOP/s at the recorded {l2:.2f} TB/s" in ch02  # the solution's cap for the smem rung
     assert "Its first kernel is still slower than this padded rung" in ch02
     ch03 = " ".join(_markdown("03_mma_sync.ipynb").split())
     assert "rung 03 is slower than padded WMMA at N = 4096" in ch03 and t("03_mma_sync", 4096) < t("02_wmma_smem", 4096)

@@ -122,3 +122,12 @@ def test_chapter_12_accumulator_and_cpu_demos(data, text):
     assert f"lands at {scaled:.1%}" in text
     assert round(scaled / bf16) == 14 and "about fourteen times the error of BF16" in text
     assert f"an error of {raw:.0%}" in text
+
+
+def test_chapter_11_quotes_chapter_12_as_recorded(data):
+    nb = json.loads((ROOT / "chapters" / "11_the_climb.ipynb").read_text())
+    text = " ".join("\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
+    up = [_row(data, FP8, n)["tflops"] / _row(data, BF16, n)["tflops"] for n in (4096, 8192)]
+    ratio = [_row(data, FP8, n)["ratio"] for n in (4096, 8192)]
+    assert (f"{up[0]:.2f} and {up[1]:.2f} times rung 10 at N = 4096 and 8192, and {ratio[0]:.1%} and {ratio[1]:.1%} of "
+            f"cuBLASLt's FP8 GEMM with fast accumulation") in text

@@ -356,3 +356,18 @@ def test_accuracy_demo_orders_the_formats_and_matches_the_quantization_model():
     assert abs(narrow / scaled - 1) < 0.02                       # the 14-bit sum costs little next to the inputs
     assert 8 * bf16 < scaled                                     # 8 bits of significand against 4
     assert d.flushed_unscaled > 0.01                             # weights of 0.02 meet e4m3's subnormals
+
+
+@pytest.mark.parametrize("name, cc", [("NVIDIA A100-SXM4-80GB", (8, 0)), ("NVIDIA B200", (10, 0))])
+def test_the_fp8_rung_is_refused_in_one_sentence_without_sm90a_and_replays(monkeypatch, name, cc):
+    from helpers import gpu, measure, rung
+    from helpers.launch import function
+    dev = gpu.Device(name, cc, 100, 40 << 20, 164 << 10, 1500, 1500, "580", "13.0", "13.0", "14.2.0", "13.0")
+    monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
+    monkeypatch.setattr(gpu, "device", lambda: dev)
+    with pytest.raises(gpu.NoGPU) as refused:
+        function(rung("12_fp8"))  # what prepare() calls before anything is allocated
+    msg = str(refused.value)
+    assert msg.startswith(f"It needs sm_90a, which the {name}") and msg.endswith(".") and ". " not in msg
+    row = measure("12_fp8", 4096)  # and the chapter's numbers replay from the recorded H100 run
+    assert row.source == "recorded" and row.gpu.startswith("NVIDIA H100")
