@@ -15,7 +15,7 @@ from .bench import (METHOD, Measured, back_to_back, bench, layout_name, measure_
 from .build import build
 from .check import check
 from .gpu import device, why_not_live
-from .launch import prepare, square, validate
+from .launch import FP8, prepare, square, validate
 from .registry import PROBES, RUNGS, Rung, rung as _rung
 
 
@@ -26,12 +26,15 @@ class NotRecorded(LookupError):
 _MEMORY: dict = {}  # (section, key) -> entry measured in this process but not written (save=False, or a write failed)
 
 
-def measured(section: str, key: str, how, needs_cc: tuple = (8, 0), arch: str = "", save: bool = True
-             ) -> tuple[dict, str]:
-    """(entry, source). source is "recorded" (replayed: this machine cannot run it), "this run" (measured earlier
-    in the same run, maybe by another chapter: the same number everywhere), or "live" (measured now by `how()`,
-    which returns a dict, then recorded). The results file is checked before anything is measured."""
-    if why_not_live(needs_cc, arch):
+def measured(section: str, key: str, how, needs_cc: tuple = (8, 0), arch: str = "", save: bool = True,
+             blocked: str | None = None) -> tuple[dict, str]:
+    """(entry, source). source is "recorded" (replayed: this machine cannot run it, or `blocked` says why it cannot
+    be measured here), "this run" (measured earlier in the same run, maybe by another chapter: the same number
+    everywhere), or "live" (measured now by `how()`, which returns a dict, then recorded). The results file is
+    checked before anything is measured."""
+    if blocked and not why_not_live(needs_cc, arch):
+        print(f"note: {blocked}; the recorded {section} entry {key} is shown instead.", file=sys.stderr)
+    if blocked or why_not_live(needs_cc, arch):
         e = results.load().get(section, {}).get(key)
         if e is None:
             raise NotRecorded(f"{section} {key} was never recorded in {results.path_for()}; measure it on a GPU that "
@@ -129,6 +132,16 @@ class NotMeasured:
         return asdict(self)
 
 
+def untimable(r: Rung) -> str | None:
+    """Why rung r cannot be timed against its cuBLAS here although the GPU could run it, or None. FP8: cuBLASLt's
+    FP8 GEMM is reached through PyTorch FP8 tensors (CuPy has none)."""
+    import importlib.util
+    if r.dtype in FP8 and importlib.util.find_spec("torch") is None:
+        return (f"{r.id} is timed against cuBLASLt FP8, which this course reaches through PyTorch's FP8 tensors, and "
+                f"PyTorch is not installed")
+    return None
+
+
 def baseline_key(r: Rung, m: int, n: int, k: int) -> str:
     return f"{r.dtype}-{layout_name(r.b_layout)}-{r.out_dtype}@{m}x{n}x{k}"
 
@@ -166,7 +179,8 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
                 "worst_element": ok.worst_excess}
 
     try:
-        entry, source = measured("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save)
+        entry, source = measured("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save,
+                                 untimable(r))
     except NotRecorded as e:
         if not missing_ok:
             raise
@@ -404,7 +418,7 @@ def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
                 "tflops_iqr": list(k.tflops_iqr), "cublas_iqr": list(c.tflops_iqr),
                 "host_us": b.kernel.host_us, "cublas_host_us": b.cublas.host_us,
                 "gpu_us": b.kernel.ms * 1e3, "cublas_gpu_us": b.cublas.ms * 1e3}
-    e = _labelled(*measured("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save))
+    e = _labelled(*measured("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save, untimable(r)))
     if e.get("cublas_gpu_us") is None:  # recorded before these were kept: the same run's ladder row has them
         row = measure(r, n)
         e.update(host_us=row.host_us, cublas_host_us=row.cublas_host_us, gpu_us=2e6 * n**3 / (row.tflops * 1e12),
