@@ -131,3 +131,10 @@ def test_chapter_11_quotes_chapter_12_as_recorded(data):
     ratio = [_row(data, FP8, n)["ratio"] for n in (4096, 8192)]
     assert (f"{up[0]:.2f} and {up[1]:.2f} times rung 10 at N = 4096 and 8192, and {ratio[0]:.1%} and {ratio[1]:.1%} of "
             f"cuBLASLt's FP8 GEMM with fast accumulation") in text
+
+
+def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
+    cc = data["crosscheck"][f"{FP8}@4096"]
+    (name,) = cc["cublas_kernels"]
+    assert f"`{name}` at 4096" in text and "176x128_128x5_1x2" in name and "coop" not in name
+    assert f"timed it at {cc['ncu_cublas_ms'] * 1e3:.1f} µs against rung 12's {cc['ncu_kernel_ms'] * 1e3:.1f} µs" in text
