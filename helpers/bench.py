@@ -176,6 +176,27 @@ def layout_name(b_layout: str) -> str:
     return "TN" if b_layout == "nk" else "NN"
 
 
+def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str) -> list:
+    """Plan and autotune an nvmath-python Matmul, and return two contenders over `operands` (the (a, b) pairs it
+    takes, rotated per launch): the heuristic's first algorithm and the fastest after autotuning. `what` opens the
+    label, e.g. "(bf16 in, bf16 out, TN, nvmath-python Matmul"."""
+    algos = mm.plan()
+    heuristic = algos[0]
+    mm.autotune(iterations=5)
+    tuned = mm.algorithms[0]
+
+    def lt(algo):
+        def run(i):
+            a, b = operands[i % len(operands)]
+            mm.reset_operands(a=a, b=b)
+            mm.execute(algorithm=algo)
+        return run
+    return [Contender(heuristic_name, f"cuBLASLt {what}, first algorithm of {len(algos)} by heuristic)",
+                      lt(heuristic), True),
+            Contender(tuned_name, f"cuBLASLt {what}, fastest of {len(algos)} by autotune: algorithm "
+                      f"{tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
+
+
 def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
     """(contenders, why cuBLASLt is missing or None): cupy.matmul (what a CuPy user gets) and cuBLASLt through
     nvmath-python, heuristic and autotuned, on the rung's layout, input dtype and output dtype, over `inputs`.
@@ -194,24 +215,10 @@ def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str
     try:
         from nvmath.linalg.advanced import Matmul
         c_lt = cp.empty((m, n), dtype=out_dt)
-        a0, b0 = inputs[0]
-        mm = Matmul(a0, as_kn(b0, r.b_layout), c=c_lt, beta=0.0, options={"inplace": True})
-        algos = mm.plan()
-        heuristic = algos[0]
-        mm.autotune(iterations=5)
-        tuned = mm.algorithms[0]
-
-        def lt(algo):
-            def run(i):
-                a, b = inputs[i % len(inputs)]
-                mm.reset_operands(a=a, b=as_kn(b, r.b_layout))
-                mm.execute(algorithm=algo)
-            return run
-        what = f"({r.dtype} in, {r.out_dtype} out, {lay}, nvmath-python Matmul"
-        contenders += [Contender(LT_HEURISTIC, f"cuBLASLt {what}, first algorithm of {len(algos)} by heuristic)",
-                                 lt(heuristic), True),
-                       Contender(LT_AUTOTUNED, f"cuBLASLt {what}, fastest of {len(algos)} by autotune: "
-                                 f"algorithm {tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
+        operands = [(a, as_kn(b, r.b_layout)) for a, b in inputs]
+        mm = Matmul(*operands[0], c=c_lt, beta=0.0, options={"inplace": True})
+        contenders += _planned(mm, operands, f"({r.dtype} in, {r.out_dtype} out, {lay}, nvmath-python Matmul",
+                               LT_HEURISTIC, LT_AUTOTUNED)
     except Exception as e:  # noqa: BLE001 - not installed, or this dtype combination unsupported: say which
         why = f"cuBLASLt through nvmath-python was not timed ({type(e).__name__}: {str(e)[:160]})"
     return contenders, why
@@ -237,30 +244,14 @@ def fp8_cublaslt_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[lis
     views = [(torch.from_dlpack(a).view(fp8), torch.from_dlpack(b).view(fp8).t()) for a, b in inputs]  # B = Bt^T
     contenders, why = [], None
     for fast in (False, True):
+        acc, tag = ("fast accumulation", " fast") if fast else ("promoted accumulation", "")
         try:
             mm = Matmul(*views[0], quantization_scales={"a": FP8_INPUT_SCALE, "b": FP8_INPUT_SCALE},
                         options={"result_type": CudaDataType.CUDA_R_16BF, "fast_accumulation": fast})
-            algos = mm.plan()
-            heuristic = algos[0]
-            mm.autotune(iterations=5)
-            tuned = mm.algorithms[0]
+            contenders += _planned(mm, views, f"(e4m3 in, bf16 out, TN, per-tensor scales, {acc}, nvmath-python Matmul",
+                                   f"{LT_FP8}{tag} heuristic", f"{LT_FP8}{tag} autotuned")
         except Exception as e:  # noqa: BLE001 - this combination unsupported here: say which
             why = f"cuBLASLt FP8 (fast_accumulation={fast}) was not timed ({type(e).__name__}: {str(e)[:160]})"
-            continue
-
-        def lt(algo, mm=mm):
-            def run(i):
-                a, b = views[i % len(views)]
-                mm.reset_operands(a=a, b=b)
-                mm.execute(algorithm=algo)
-            return run
-        acc = "fast accumulation" if fast else "promoted accumulation"
-        what = f"(e4m3 in, bf16 out, TN, per-tensor scales, {acc}, nvmath-python Matmul"
-        tag = " fast" if fast else ""
-        contenders += [Contender(f"{LT_FP8}{tag} heuristic", f"cuBLASLt {what}, first algorithm of {len(algos)} by "
-                                 f"heuristic)", lt(heuristic), True),
-                       Contender(f"{LT_FP8}{tag} autotuned", f"cuBLASLt {what}, fastest of {len(algos)} by autotune: "
-                                 f"algorithm {tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
     return contenders, why
 
 
@@ -397,8 +388,9 @@ def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seco
     blocks = require_live(probe(pid).needs_cc).sms  # 256 threads, ~150 registers: one block per SM
     sink = cp.empty(blocks * threads, cp.float32)
     words = (64 + 256) * 128 // 4  # the A and B tiles, 128 bytes per row, as 32-bit words
-    operands = (random_inputs(dtype, 1, 4 * words // (2 if dtype == "bf16" else 1), 1)[1]  # random values, as a
-                .view(cp.uint32).reshape(-1)[:words].copy() if random_operands else None)  # GEMM's operands hold
+    values = 4 * words // np.dtype(cp_dtype(dtype)).itemsize  # random values, as a GEMM's operands hold
+    operands = (random_inputs(dtype, 1, values, 1)[1].view(cp.uint32).reshape(-1)[:words].copy()
+                if random_operands else None)
     ptr = operands if operands is not None else np.uint64(0)
     run = lambda: fn((blocks,), (threads,), (sink, np.int32(iters), ptr))  # noqa: E731
     flop = 2.0 * 64 * 256 * k_step * group * iters * blocks * threads // 128

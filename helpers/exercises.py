@@ -131,6 +131,12 @@ def _speedup(fast: str, slow: str, n: int = 4096) -> tuple[float, list]:
     return a.tflops / b.tflops, [a, b]
 
 
+def _fp8_rate(x: dict) -> float:
+    """Chapter 12: the napkin's speed-up of FP8 over BF16 on the same kernel, the tensor cores' rate ratio."""
+    from .fp8 import FP8_RATE
+    return float(FP8_RATE)
+
+
 @dataclass(frozen=True)
 class Prediction:
     model: Callable[[dict], float]   # context -> the napkin's number, computed from the kernels' constexprs
@@ -166,6 +172,12 @@ PREDICTIONS = {
         "the napkin prices a tile by its area and one steady rate measured at other sizes. It has no term for the "
         "pipeline's fill and drain around each cluster's first and last tile, nor for how the smaller tile's "
         "extra L2 traffic lands when all clusters start together."),
+    ("12", 4): Prediction(
+        _fp8_rate, lambda: _speedup("12_fp8", "10_beyond_cublas", 8192), "12_fp8 / 10_beyond_cublas at N=8192",
+        "{:.3f}x", 0.1,
+        "the napkin doubles every part of a tile's time, but only the k loop runs on the tensor pipe. The epilogue "
+        "writes the same bf16 C in the same time, and the ring moves the same bytes per stage, now for twice the "
+        "FLOP; in a long run the power cap, not the instruction rate, sets the clock."),
     ("07", 5): Prediction(
         _issue_speedup, lambda: _speedup("07_tma", "06_wgmma_wide"), "07_tma / 06_wgmma_wide at N=4096",
         "{:.3f}x", 0.1,
@@ -173,19 +185,6 @@ PREDICTIONS = {
         "large), rung 07's own wait on the slot's mbarrier and thread 0's copies ahead of its warpgroup's wgmmas "
         "are not counted, and the rings differ in depth, which exercise 4 measures."),
 }
-
-
-PREDICTIONS[("12", 4)] = Prediction(
-    lambda x: _fp8_rate(), lambda: _speedup("12_fp8", "10_beyond_cublas", 8192),
-    "12_fp8 / 10_beyond_cublas at N=8192", "{:.3f}x", 0.1,
-    "the napkin doubles every part of a tile's time, but only the k loop runs on the tensor pipe. The epilogue "
-    "writes the same bf16 C in the same time, and the ring moves the same bytes per stage, now for twice the FLOP; "
-    "in a long run the power cap, not the instruction rate, sets the clock.")
-
-
-def _fp8_rate() -> float:
-    from .fp8 import FP8_RATE
-    return float(FP8_RATE)
 
 
 def _provenance(row) -> str:

@@ -9,10 +9,14 @@ one, and how much error that costs, as small NumPy functions the tests check bit
     matmul_error_bound(k)        what an FP8 GEMM may differ from an exact matmul of its own (dequantized) inputs
     quantization_error(k)        what FP8 costs against the original data, per value and per K-long dot product
     scaling_demo(rng)            flushed, saturated and dot-product error of outlier-heavy data, scaled or not
+    accuracy_demo(rng)           one activation-by-weight GEMM in bf16, scaled FP8 and unscaled FP8, against exact
     stage(bm, bn, bk, itemsize)  bytes and FLOP of one ring stage, for bf16 against FP8 tiles
+    accumulation_probe / kept_binades / probe_accumulator
+                                 how many bits a tensor-core sum keeps (the last runs a rung's kernel: GPU)
 
-Vocabulary: a *code* is the raw bit pattern (uint8; uint16 for bf16); its *value* is what it decodes to. Nothing
-here needs a GPU; ml_dtypes (float8_e4m3fn, float8_e5m2, bfloat16) is the independent check in tests/test_fp8.py.
+Vocabulary: a *code* is the raw bit pattern (uint8; uint16 for bf16); its *value* is what it decodes to. Only
+probe_accumulator needs a GPU; encode and decode also take CuPy arrays. ml_dtypes (float8_e4m3fn, float8_e5m2,
+bfloat16) is the independent check in tests/test_fp8.py.
 """
 from __future__ import annotations
 

@@ -73,14 +73,10 @@ def test_chapter_12_crosscheck_ceiling_and_power(data, text):
     assert f"98.5% of cuBLASLt at 8192" in text and round(s8["ratio"], 3) == 0.985
 
 
-def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text):
+def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, monkeypatch):
     from helpers.ladder import sustained
-    import os
-    os.environ["GEMM_LADDER_REPLAY"] = "1"
-    try:
-        s4, s8 = sustained(FP8, 4096), sustained(FP8, 8192)
-    finally:
-        del os.environ["GEMM_LADDER_REPLAY"]
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    s4, s8 = sustained(FP8, 4096), sustained(FP8, 8192)
     assert s4["host_bound"] == ["cuBLAS"] and s8["host_bound"] == []
     row = _row(data, FP8, 4096)
     gpu_us = 2 * 4096**3 / (row["cublas_tflops"] * 1e12) * 1e6
