@@ -17,7 +17,7 @@ METRICS = ("lts__t_sector_hit_rate.pct", "dram__bytes_read.sum", "gpu__time_dura
 CUBLAS = ("import sys, cupy as cp; from helpers.launch import random_inputs; n = int(sys.argv[2]); "
           "a, b = random_inputs('bf16', n, n, n, b_layout='nk'); cp.matmul(a, b.T); cp.cuda.runtime.deviceSynchronize()")
 
-CUBLAS_FP8 = ("import sys, torch; from helpers.launch import FP8_INPUT_SCALE, random_inputs; n = int(sys.argv[2]); "
+CUBLAS_FP8 = ("import sys, torch; from helpers.formats import FP8_INPUT_SCALE; from helpers.launch import random_inputs; n = int(sys.argv[2]); "
               "a, b = random_inputs('e4m3', n, n, n, b_layout='nk'); f = torch.float8_e4m3fn; "
               "s = torch.tensor(FP8_INPUT_SCALE, device='cuda'); "
               "torch._scaled_mm(torch.from_dlpack(a).view(f), torch.from_dlpack(b).view(f).t(), scale_a=s, scale_b=s, "

@@ -1,6 +1,7 @@
 """The GEMM ladder's helpers: every chapter, test and the CLI go through these verbs.
 
     build(rung)            compile with NVRTC (cached), registers/spills/smem, SASS inventory (no GPU needed)
+    kernel(rung)           the rung compiled once: constants, the loaded function, geometry, argument convention
     prepare(rung, m, n, k) one validated launch (shape refused in one sentence before anything runs)
     check(rung, m, n, k)   fresh random inputs, NaN-poisoned C, compared with cuBLAS in higher precision
     bench(rung, m, n, k)   GPU time against the strongest cuBLAS, interleaved in the same rounds
@@ -12,7 +13,8 @@
 from .bench import bench, time_gpu
 from .build import Build, CompileError, build, intensity
 from .check import check
-from .launch import KernelFault, Launch, ShapeError, launch, prepare, random_inputs, validate
+from .kernel import Kernel, KernelFault, ShapeError, kernel
+from .launch import Launch, launch, prepare, random_inputs, validate
 from .gpu import NoGPU, device, live, why_not_live
 from .ladder import (CEILINGS, NotMeasured, NotRecorded, Row, ceiling, demo_check, demo_fault, measure,
                      persistent_grid, measured, recorded_ceilings, recorded_entry, replay, rows)

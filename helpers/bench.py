@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .build import build
-from .gpu import launch_arch, require_live, sample_clock_power
-from .launch import FP8, FP8_INPUT_SCALE, Launch, as_kn, cp_dtype, faults_explained, prepare, random_inputs
+from .formats import FP8, FP8_INPUT_SCALE, cp_dtype
+from .gpu import require_live, sample_clock_power
+from .kernel import faults_explained, kernel
+from .launch import Launch, as_kn, prepare, random_inputs
 from .registry import Rung, probe
 
 ROUNDS = 15          # interleaved rounds per measurement (median and IQR over these)
@@ -63,9 +64,8 @@ class Timing:
 
 @functools.lru_cache(maxsize=1)
 def _spin():
-    import cupy as cp
-    p = probe("hbm_copy")  # every probe lives in kernels/00_probes.cu; the spin kernel is there too
-    return cp.RawModule(path=str(build(p, arch=launch_arch(p.arch)).cubin)).get_function("probe_spin")
+    # every probe lives in kernels/00_probes.cu; the spin kernel is there too
+    return kernel("hbm_copy").module().get_function("probe_spin")
 
 
 def _quartiles(xs: list[float]) -> tuple[float, float, float]:
@@ -315,10 +315,8 @@ class Measured:
 
 
 def _probe_fn(probe_id: str):
-    import cupy as cp
-    p = probe(probe_id)
-    require_live(p.needs_cc, p.arch)
-    return cp.RawModule(path=str(build(p, arch=launch_arch(p.arch)).cubin)).get_function(p.entry), build(p).consts["THREADS"]
+    kern = kernel(probe_id)
+    return kern.function(), kern.threads
 
 
 def _rate(run, amount: float, batch_ms: float = BATCH_MS) -> Measured:
@@ -356,7 +354,7 @@ def measure_ffma_peak(iters: int = 1 << 14) -> Measured:
     """FP32 FFMA throughput in TFLOP/s from independent FMA chains (2 FLOP each), no memory traffic."""
     import cupy as cp
     fn, threads = _probe_fn("ffma_peak")
-    chains = build("ffma_peak").consts["CHAINS"]
+    chains = kernel("ffma_peak").consts["CHAINS"]
     blocks = require_live().sms * 8  # 2048 threads per SM: every scheduler has warps to pick from
     sink = cp.empty(blocks * threads, cp.float32)
     return _rate(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.float32(0.999), np.float32(1e-3))),
@@ -367,7 +365,7 @@ def measure_hmma_peak(iters: int = 1 << 12) -> Measured:
     """mma.sync m16n8k16 BF16 throughput in TFLOP/s: independent MMAs on register operands, no memory."""
     import cupy as cp
     fn, threads = _probe_fn("hmma_peak")
-    chains = build("hmma_peak").consts["MMA_CHAINS"]
+    chains = kernel("hmma_peak").consts["MMA_CHAINS"]
     blocks = require_live().sms * 4  # 32 warps per SM
     sink = cp.empty(blocks * threads, cp.float32)
     warps = blocks * threads // 32
@@ -384,7 +382,7 @@ def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seco
     import cupy as cp
     pid, k_step = {"bf16": ("hgmma_peak", 16), "e4m3": ("qgmma_peak", 32)}[dtype]
     fn, threads = _probe_fn(pid)
-    group = build(pid).consts["HGMMA_GROUP"]
+    group = kernel(pid).consts["HGMMA_GROUP"]
     blocks = require_live(probe(pid).needs_cc).sms  # 256 threads, ~150 registers: one block per SM
     sink = cp.empty(blocks * threads, cp.float32)
     words = (64 + 256) * 128 // 4  # the A and B tiles, 128 bytes per row, as 32-bit words

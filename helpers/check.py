@@ -2,12 +2,14 @@
 verdicts that must both pass: the relative error of the whole matrix, and an element-wise bound."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from .launch import (FP8, FP8_INPUT_SCALE, KernelFault, Launch, ShapeError, as_kn, faults_explained, launch,  # noqa: F401
-                     prepare, random_inputs, upcast, validate)
+from .formats import BOUND_C, EPS_ACC, EPS_ACC_OF, FP8, FP8_INPUT_SCALE, ROUND_OUT, upcast, xp_of
+from .kernel import faults_explained
+from .launch import Launch, as_kn, prepare
 from .registry import Rung
 
 # ||C - ref||_F / ||ref||_F allowed per input dtype (accumulation is fp32 everywhere).
@@ -16,21 +18,7 @@ TOLERANCE = {"fp32": 1e-4, "fp16": 1e-3, "bf16": 1e-3, "e4m3": 1e-3}
 # A bf16 C (chapter 10, as cuBLAS writes it) is rounded to 8 significant bits: that alone gives ~1.6e-3.
 OUT_TOLERANCE = {"fp32": 0.0, "bf16": 4e-3}
 
-# Element-wise: |C - ref| <= BOUND_C * sqrt(K) * EPS_ACC * (|A| @ |B|) + ROUND_OUT * |ref|.
-# Summing K products in fp32 in any order errs by at most K * eps * (|A| @ |B|) and, for random signs, typically
-# sqrt(K) * eps; BOUND_C = 4 covers the tail of sixteen million elements. A single wrong element (a missed
-# k-slice, a swapped index) is off by a whole product or more, hundreds of times this bound at K = 4096.
-EPS_ACC = 2.0**-23          # fp32 machine epsilon: the accumulators of every rung (FFMA, HMMA, HGMMA) are fp32
-BOUND_C = 4.0
-# FP8 wgmma does not sum in fp32. Chapter 12's probe (helpers.fp8.probe_accumulator) measured on the H100 that each
-# m64nNk32 step adds its 32 products and the incoming accumulator keeping about 14 significant bits below the
-# largest of them: a term 2^-14 below it is lost, inside one instruction and across instructions alike (bf16 wgmma
-# keeps 24, fp32's own). So K/32 roundings of relative size 2^-13, each at most 2^-13 of (|A| @ |B|); for random
-# signs they add as sqrt(K/32). Written as check.py's sqrt(K) * eps rule: eps = 2^-13 / sqrt(32).
-EPS_ACC_OF = {"e4m3": 2.0**-13 / 32**0.5}
-# Rounding C to its dtype errs by half a unit in the last place: up to 2^-8 of |C| for bf16 (8 significant bits),
-# 2^-24 for fp32. Twice that, so that an accumulator a hair away from the reference may round the other way.
-ROUND_OUT = {"fp32": 2.0**-23, "bf16": 2.0**-7}
+# Element-wise: |C - ref| <= BOUND_C * sqrt(K) * EPS_ACC * (|A| @ |B|) + ROUND_OUT * |ref| (helpers.formats says why).
 
 
 @dataclass(frozen=True)
@@ -60,16 +48,10 @@ class CheckResult:
                 f"(tolerance {self.tolerance:.0e}), worst element {self.worst_excess:.2f} of its bound -> {verdict}")
 
 
-def _xp(x):
-    """cupy for GPU arrays, numpy for host arrays: the verdict is the same arithmetic on either."""
-    import cupy
-    return cupy.get_array_module(x)
-
-
 def reference(a, b, b_layout: str = "kn", scale: float = 1.0):
     """cuBLAS in higher precision: fp64 for fp32 inputs and for FP8 codes (decoded exactly, times `scale`, the
     product of the two tensors' scales); fp32 on exact up-casts of 16-bit inputs."""
-    xp = _xp(a)
+    xp = xp_of(a)
     if a.dtype in (np.float32, np.uint8):
         return scale * xp.matmul(upcast(a).astype(np.float64), as_kn(upcast(b), b_layout).astype(np.float64))
     return xp.matmul(upcast(a), as_kn(upcast(b), b_layout))
@@ -78,7 +60,7 @@ def reference(a, b, b_layout: str = "kn", scale: float = 1.0):
 def element_bound(a, b, b_layout: str, ref, out_dtype: str, scale: float = 1.0, eps_acc: float = EPS_ACC):
     """The largest error each element of C may carry: accumulation with machine epsilon `eps_acc` plus rounding C
     to its dtype."""
-    xp = _xp(a)
+    xp = xp_of(a)
     k = a.shape[1]
     magnitude = scale * xp.matmul(xp.abs(upcast(a)), as_kn(xp.abs(upcast(b)), b_layout)).astype(np.float64)
     return BOUND_C * k**0.5 * eps_acc * magnitude + ROUND_OUT[out_dtype] * xp.abs(ref)
@@ -87,7 +69,7 @@ def element_bound(a, b, b_layout: str, ref, out_dtype: str, scale: float = 1.0, 
 def verdict(r: Rung, m: int, n: int, k: int, a, b, c, scale: float = 1.0) -> CheckResult:
     """Compare C with the reference of A @ B (times `scale` for an FP8 rung): relative error, finiteness and the
     element-wise bound."""
-    xp = _xp(a)
+    xp = xp_of(a)
     ref = reference(a, b, r.b_layout, scale).astype(np.float64)
     c = upcast(c).astype(np.float64)
     finite = bool(xp.isfinite(c).all())
@@ -121,5 +103,4 @@ def check(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
 def fresh_scale() -> float:
     """scale_a * scale_b for an FP8 check: the inputs' 1/16 each, times a fresh factor in [1, 2) that is almost
     never a power of two, so a kernel that ignores the scale, or applies it twice, fails."""
-    import os
     return FP8_INPUT_SCALE**2 * (1 + int.from_bytes(os.urandom(4), "little") / 2**32)

@@ -44,7 +44,8 @@ KERNEL_EXERCISES = {
 # ---- the chapters' numeric exercises: the expected answers live here, not in the notebooks' check cells ----------
 
 def _ch10(x: dict) -> dict:
-    from .explore import ring_parities, waves
+    from .explore import ring_parities
+    from .tiles import waves
     c, clusters = x["c"], x["clusters"]
     last = waves(6144, 6144, c["CLUSTER_BM"], c["BN"], clusters)
     return {1: (c["BM"] + c["BN"]) * c["BK"] * 2,
@@ -112,7 +113,7 @@ def _issue_speedup(x: dict) -> float:
 def _tile_speedup(x: dict) -> float:
     """Chapter 10: at N=3072, the wave napkin's time of the 128 x 256 tile over that of the tile the launch picks
     (the busiest cluster's tiles x tile area / steady rate), on the chapter's count of clusters."""
-    from .launch import choose_tile
+    from .tiles import choose_tile
     from .registry import rung
     rows = choose_tile(rung("10_beyond_cublas"), 3072, 3072, 3072, x["clusters"])
     return rows[0]["cost"] / next(row["cost"] for row in rows if row["picked"])
@@ -214,7 +215,8 @@ def comparison(p: Prediction, mine: float) -> list[str]:
 
 def _expected(chapter: str, x: dict) -> dict:
     """{exercise number: expected answer} for a chapter, from the same explorers and measurements it shows."""
-    from .explore import conflict_degree, launch_registers, mma_fragment, register_budget, waves, wgmma_desc_encode
+    from .explore import conflict_degree, launch_registers, mma_fragment, register_budget, wgmma_desc_encode
+    from .tiles import waves
     if chapter == "10":
         return _ch10(x)
     if chapter == "12":

@@ -278,32 +278,6 @@ def ring_parities(stages: int, k_tiles: int) -> list[dict]:
             for it in range(k_tiles)]
 
 
-def waves(m: int, n: int, tile_m: int, tile_n: int, workers: int) -> dict:
-    """Wave quantization of a persistent schedule: `workers` (clusters) take tiles round robin; the busiest
-    takes ceil(tiles / workers), so the chip is busy tiles / (workers * that) of the time."""
-    tiles = (m // tile_m) * (n // tile_n)
-    most = -(-tiles // workers)
-    return {"tiles": tiles, "workers": workers, "waves": tiles / workers, "busiest": most,
-            "efficiency": tiles / (workers * most)}
-
-
-def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], workers: int) -> list[dict]:
-    """The tile-per-shape heuristic of rung 10, as cuBLAS's heuristics do it, on the wave napkin alone. `shapes` are
-    (constexpr overrides, tile rows, tile columns, steady rate) candidates, the rung's own tile first with rate 1; the rate is
-    what the tile reaches at full waves relative to the rung's own. Each candidate that divides M and N costs
-    busiest x tile area / rate, in units of one tile of the first shape; the cheapest is picked, the first on a
-    tie. Returns every dividing candidate with its waves, cost and whether it was picked."""
-    rows = []
-    for config, tm, tn, rate in shapes:
-        if m % tm or n % tn:
-            continue
-        w = waves(m, n, tm, tn, workers)
-        rows.append({"config": config, "tile": (tm, tn), "rate": rate, **w,
-                     "cost": w["busiest"] * (tm * tn) / (shapes[0][1] * shapes[0][2]) / rate})
-    best = min(range(len(rows)), key=lambda i: (round(rows[i]["cost"], 9), i), default=None)
-    return [{**row, "picked": i == best} for i, row in enumerate(rows)]
-
-
 def l2_bytes_per_k_tile(bm: int, bn: int, bk: int, cluster: int, itemsize: int = 2) -> dict:
     """Bytes one CTA asks L2 for per k tile: its own A rows, and its share of B (all of it, or 1/cluster of it
     when the cluster multicasts B), against the bytes that land in its shared memory."""

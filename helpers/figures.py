@@ -24,8 +24,9 @@ import numpy as np
 from .build import build, intensity
 from .explore import (REGISTER_FILE, blocks_per_sm, conflict_degree, l2_bytes_per_k_tile, launch_registers,
                       ldmatrix_addresses, ldmatrix_x4, mbarrier_countdown, mma_fragment, offset, pipeline_schedule,
-                      register_budget, ring_parities, wavefronts, waves, wgmma_accumulator, wgmma_desc_decode,
+                      register_budget, ring_parities, wavefronts, wgmma_accumulator, wgmma_desc_decode,
                       wgmma_desc_encode)
+from .tiles import waves
 from .registry import rung
 
 # Hardware numbers the napkins use (H100 SXM, from the datasheet and the bank structure, not measured here).
@@ -2870,7 +2871,7 @@ def fig_tile_waves(ax=None, sizes=(1024, 2048, 3072, 4096, 6144, 8192)):
     relative to the 128 x 256 tile, with how busy the chip is over the waves; the picked tile is outlined."""
     from matplotlib.patches import Patch
 
-    from .launch import choose_tile, tile_candidates
+    from .tiles import choose_tile, tile_candidates
     r = rung(CH10_RUNG)
     clusters = _ch10_clusters()
     shapes = [(cols, rate) for _, _, cols, rate in tile_candidates(r)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import fp8
+from . import formats, fp8
 from .figures import KIB, TENSOR_FLOP_PER_CLK, _axes, _clean
 
 FIELD_COLOURS = {"sign": "0.55", "exponent": "tab:blue", "mantissa": "tab:orange"}
@@ -28,7 +28,7 @@ def _num(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _special_codes(f: fp8.Format) -> str:
+def _special_codes(f: formats.Format) -> str:
     e, m = "1" * f.exp_bits, f.man_bits
     if f.ieee:
         return f"S.{e}.{'0' * m} = inf,  S.{e}.(not 0) = NaN"
@@ -42,7 +42,7 @@ def fig_fp8_bit_layouts(ax=None):
     ax = _axes(ax, (14.0, 4.2))
     names = ("bf16", "e4m3", "e5m2")
     for row, name in enumerate(names):
-        f = fp8.spec(name)
+        f = formats.spec(name)
         y = row * 1.6
         fields = ["sign"] + ["exponent"] * f.exp_bits + ["mantissa"] * f.man_bits
         for i, field in enumerate(fields):
@@ -59,23 +59,23 @@ def fig_fp8_bit_layouts(ax=None):
               bbox_to_anchor=(0.0, -0.02), ncol=3, fontsize=8, frameon=False)
     ax.set(xlim=(-2.5, 62), ylim=(len(names) * 1.6 - 0.3, -0.6))
     ax.set_axis_off()
-    e4, e5 = fp8.spec("e4m3"), fp8.spec("e5m2")
+    e4, e5 = formats.spec("e4m3"), formats.spec("e5m2")
     ax.set_title(f"Same 8 bits, two trade-offs: e4m3 keeps a third mantissa bit (max {_num(e4.max_finite)}), "
                  f"e5m2 keeps a fifth exponent bit (max {_num(e5.max_finite)})", fontsize=10.5)
     return ax
 
 
 def fig_fp8_number_line(ax=None):
-    """Every positive value of e4m3 and e5m2 (from fp8.grid) on log axes: x is the value, y the gap to the next
+    """Every positive value of e4m3 and e5m2 (from formats.grid) on log axes: x is the value, y the gap to the next
     one up. Flat among the subnormals (a fixed step), then a staircase that doubles every binade, so the gap stays
     a fixed fraction of the value: 2^-3 to 2^-4 for e4m3, 2^-2 to 2^-3 for e5m2. Ticks along the bottom: the values
     themselves."""
     ax = _axes(ax, (12.0, 5.2))
     for lane, name in enumerate(("e4m3", "e5m2")):
-        f, colour = fp8.spec(name), FORMAT_COLOURS[name]
-        g = fp8.grid(name)
+        f, colour = formats.spec(name), FORMAT_COLOURS[name]
+        g = formats.grid(name)
         g = g[g > 0]
-        gaps = fp8.spacing(g, name)
+        gaps = formats.spacing(g, name)
         per_binade = int(np.sum((g >= 1) & (g < 2)))
         ax.step(g, gaps, where="post", color=colour, lw=1.6,
                 label=f"{name}: {len(g)} positive values, {per_binade} per binade, gap = value x 2^-{f.man_bits} "
@@ -91,7 +91,7 @@ def fig_fp8_number_line(ax=None):
         ax.axvline(f.min_normal, color=colour, ls=":", lw=0.8)
         ax.text(f.min_normal, 0.97, f" {name} normals ->", transform=ax.get_xaxis_transform(), fontsize=7.5,
                 color=colour, va="top")
-    e4, e5 = fp8.spec("e4m3"), fp8.spec("e5m2")
+    e4, e5 = formats.spec("e4m3"), formats.spec("e5m2")
     ax.set(xscale="log", yscale="log", xlabel="representable value (log); ticks at the bottom: one per value",
            ylabel="gap to the next value up (log)", ylim=(e5.min_subnormal / 60, e5.max_finite * 20))
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.93))
@@ -106,7 +106,7 @@ def fig_fp8_scaling(ax=None, demo: fp8.ScalingDemo | None = None, seed: int = 0)
     """Histogram of |x| for activation-like data with outliers (fp8.scaling_demo), as stored without a scale and
     after dividing by the per-tensor scale, against e4m3's zones: flushed to zero, subnormal, normal, saturated."""
     d = demo if demo is not None else fp8.scaling_demo(np.random.default_rng(seed))
-    f = fp8.spec(d.fmt)
+    f = formats.spec(d.fmt)
     ax = _axes(ax, (12.0, 5.2))
     mag = np.abs(d.data[d.data != 0]).astype(np.float64)
     scaled = mag / d.scaled.scale

@@ -12,10 +12,11 @@ from dataclasses import asdict, dataclass, fields
 from . import results
 from .bench import (METHOD, Measured, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
                     measure_hgmma_peak, measure_hmma_peak, measure_l2_read, sm_clock_under_load)
-from .build import build
 from .check import check
+from .formats import FP8
 from .gpu import device, why_not_live
-from .launch import FP8, prepare, square, validate
+from .kernel import kernel, variant
+from .launch import prepare, square, validate
 from .registry import PROBES, RUNGS, Rung, rung as _rung
 
 
@@ -167,8 +168,7 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
             "contenders": {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr)} for name, t in b.others.items()}},
             save=save)
         kt = b.kernel
-        c = build(r, lau.source).consts
-        return {"rung": r.id, "tile": [c[r.tile[0]], c[r.tile[1]]], "m": m, "n": n, "k": k, "dtype": r.dtype, "tflops": kt.tflops,
+        return {"rung": r.id, "tile": list(lau.kernel.tile), "m": m, "n": n, "k": k, "dtype": r.dtype, "tflops": kt.tflops,
                 "cublas_tflops": base["tflops"], "ratio": kt.tflops / base["tflops"], "correct": ok.ok,
                 "rel_err": ok.rel_err, "method": METHOD, "tflops_iqr": list(kt.tflops_iqr), "cublas_iqr": base["iqr"],
                 "cublas_ref": base["ref"], "sm_clock_mhz": kt.sm_clock_mhz, "power_w": kt.power_w,
@@ -305,13 +305,12 @@ def _labelled(entry: dict, source: str) -> dict:
 def persistent_grid(rung_id: str, save: bool = True) -> dict:
     """How many clusters (and blocks) a persistent rung launches: the driver's count of clusters that fit on the
     chip at once."""
-    from .build import build
-    from .launch import resident_clusters
     r = _rung(rung_id)
 
     def how() -> dict:
-        cluster = build(r).consts.get("CLUSTER", 1)
-        clusters = resident_clusters(r)
+        kern = kernel(r)
+        cluster = kern.consts.get("CLUSTER", 1)
+        clusters = kern.resident_clusters()
         return {"rung": r.id, "cluster": cluster, "clusters": clusters, "blocks": clusters * cluster,
                 "sms": device().sms}
     return _labelled(*measured("grids", r.id, how, r.needs_cc, r.arch, save))
@@ -319,11 +318,10 @@ def persistent_grid(rung_id: str, save: bool = True) -> dict:
 
 def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
     """check() of a deliberately changed variant (e.g. a wrong swizzle mode)."""
-    from .build import apply_config
     r = _rung(rung_id)
 
     def how() -> dict:
-        res = check(r, m, n, k, source=apply_config(r.path.read_text(), config))
+        res = check(r, m, n, k, source=variant(r, config).source)
         return {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err,
                 "all_finite": res.all_finite, "passed": res.ok, "verdict": str(res)}
     return _labelled(*measured("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
@@ -336,7 +334,7 @@ def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
     import subprocess
     r = _rung(rung_id)
     script = ("import json, sys, time\nfrom helpers import check, rung\nfrom helpers.build import apply_config\n"
-              "from helpers.launch import KernelFault\nr = rung(sys.argv[1])\n"
+              "from helpers.kernel import KernelFault\nr = rung(sys.argv[1])\n"
               "src = apply_config(r.path.read_text(), json.loads(sys.argv[2]))\nt0 = time.time()\n"
               "try:\n    out = str(check(r, *map(int, sys.argv[3:6]), source=src))\n"
               "except KernelFault as e:\n    out = str(e)\n"

@@ -18,7 +18,8 @@ import tempfile
 from dataclasses import dataclass
 
 from .build import CompileError, apply_config, build
-from .launch import ShapeError, validate
+from .kernel import ShapeError
+from .launch import validate
 from .gpu import missing
 from .registry import ROOT, rung as _rung
 
@@ -27,7 +28,7 @@ TIMEOUT_S = 60
 _CHILD = r"""
 import json, sys
 from helpers import bench, check, rung
-from helpers.launch import KernelFault, ShapeError
+from helpers.kernel import KernelFault, ShapeError
 r, src = rung(sys.argv[1]), open(sys.argv[2]).read()
 shapes, n = json.loads(sys.argv[3]), int(sys.argv[4])
 out = {"checks": []}

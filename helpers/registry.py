@@ -191,3 +191,8 @@ def probe(probe_id: str) -> Probe:
 
 def chapter_rungs(chapter: str) -> tuple[Rung, ...]:
     return tuple(r for r in RUNGS if r.chapter == chapter)
+
+
+def lookup(item_id: str) -> Rung | Probe:
+    """A rung ("04_swizzle": ids start with their chapter number) or a probe ("hbm_copy") by id."""
+    return rung(item_id) if item_id[:2].isdigit() else probe(item_id)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .build import apply_config, build
-from .launch import faults_explained, geometry, kernel_args, random_inputs, validate
+from .kernel import faults_explained, variant
+from .launch import random_inputs, validate
 from .ladder import measured
 from .registry import rung as _rung
 
@@ -20,20 +20,17 @@ def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool =
 
 def _stamps(r, n: int) -> dict:
     import cupy as cp
-    source = apply_config(r.path.read_text(), {"TRACE": 1})
-    validate(r, n, n, n, source)
-    consts = build(r, source).consts
-    module = cp.RawModule(path=str(build(r, source).cubin))
-    fn = module.get_function(r.entry)
-    fn.max_dynamic_shared_size_bytes = consts["SMEM_BYTES"]
+    kern = variant(r, {"TRACE": 1})
+    validate(r, n, n, n, kern.source)
+    consts = kern.consts
     roles, tiles = 1 + consts["CONSUMERS"], n // consts["BK"]
-    trace = cp.ndarray((roles * consts["TRACE_TILES"] * 2,), cp.uint64, module.get_global("trace_clock"))
+    trace = cp.ndarray((roles * consts["TRACE_TILES"] * 2,), cp.uint64, kern.module().get_global("trace_clock"))
     trace.fill(0)
     a, b = random_inputs(r.dtype, n, n, n, b_layout=r.b_layout)
     c = cp.empty((n, n), cp.float32)
-    grid, block, smem = geometry(r, n, n, source)
+    grid, block, smem = kern.geometry(n, n)
     with faults_explained(r):
-        fn(grid, block, kernel_args(r, a, b, c, source), shared_mem=smem)
+        kern.function()(grid, block, kern.args(a, b, c), shared_mem=smem)
         cp.cuda.runtime.deviceSynchronize()
     stamps = trace.get().reshape(roles, consts["TRACE_TILES"], 2)[:, :tiles].astype(np.int64)
     stamps -= stamps[stamps > 0].min()

@@ -94,7 +94,7 @@ def test_opcode_families_groups_modifiers():
 
 @pytest.mark.parametrize("r", [x for x in (*RUNGS, *PROBES) if tuple(x.needs_cc) < (9, 0)], ids=lambda r: r.id)
 def test_sm80_kernels_also_build_for_an_a100(r):
-    # The banner tells an A100 or L4 user these run live there: an sm_90a cubin would not load, so launch.function
+    # The banner tells an A100 or L4 user these run live there: an sm_90a cubin would not load, so Kernel.module
     # rebuilds them for the GPU's own architecture, and that build must succeed.
     b = build(r, arch="sm_80")
     assert re.search(r"^\s*\.target\s+sm_80$", b.sass(), re.M), f"{r.id}: nvdisasm says the cubin is not sm_80"

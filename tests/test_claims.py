@@ -183,7 +183,7 @@ def test_chapter_10_power_and_variant_claims_hold(data):
 
 
 def test_chapter_11_claims_hold(data):
-    from helpers.explore import waves
+    from helpers.tiles import waves
     text = _markdown("11_the_climb.ipynb")
     assert "falls below half of cuBLAS" in text
     for shape in ((12288,), (16384,), (4096, 16384, 4096)):

@@ -5,7 +5,7 @@ import pytest
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is the independent FP8 reference")
 
-from helpers import fp8  # noqa: E402
+from helpers import formats, fp8  # noqa: E402
 
 REFERENCE = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "bf16": ml_dtypes.bfloat16}
 FP8 = ("e4m3", "e5m2")
@@ -13,7 +13,7 @@ FP8 = ("e4m3", "e5m2")
 
 def _theirs(x, name):
     """ml_dtypes' codes for x."""
-    f = fp8.spec(name)
+    f = formats.spec(name)
     with np.errstate(invalid="ignore", over="ignore"):
         return np.asarray(x).astype(REFERENCE[name]).view(f.code_dtype)
 
@@ -28,23 +28,23 @@ def _wide_floats(rng, n, dtype):
 
 @pytest.mark.parametrize("name", ["e4m3", "e5m2", "bf16"])
 def test_decode_every_code_like_ml_dtypes(name):
-    f = fp8.spec(name)
+    f = formats.spec(name)
     codes = np.arange(2**f.bits).astype(f.code_dtype)
     theirs = codes.view(REFERENCE[name]).astype(np.float32)
-    ours = fp8.decode(codes, name)
+    ours = formats.decode(codes, name)
     assert np.array_equal(ours, theirs, equal_nan=True)
     assert np.array_equal(np.signbit(ours), np.signbit(theirs))     # -0.0 stays negative
 
 
 @pytest.mark.parametrize("name", ["e4m3", "e5m2", "bf16"])
 def test_encode_every_value_back_to_its_code(name):
-    f = fp8.spec(name)
+    f = formats.spec(name)
     codes = np.arange(2**f.bits).astype(f.code_dtype)
-    values = fp8.decode(codes, name)
+    values = formats.decode(codes, name)
     keep = ~np.isnan(values)
-    assert np.array_equal(fp8.encode(values[keep], name, saturate=False), codes[keep])
+    assert np.array_equal(formats.encode(values[keep], name, saturate=False), codes[keep])
     finite = np.isfinite(values)
-    assert np.array_equal(fp8.encode(values[finite], name), codes[finite])
+    assert np.array_equal(formats.encode(values[finite], name), codes[finite])
 
 
 @pytest.mark.parametrize("name, dtype", [("e4m3", np.float32), ("e4m3", np.float64), ("e5m2", np.float32),
@@ -53,23 +53,23 @@ def test_encode_random_floats_like_ml_dtypes(name, dtype):
     """Non-saturating mode = ml_dtypes' rule, bit for bit, NaN and inf included. (bf16 from float64 is left out:
     ml_dtypes goes through float32 there and rounds twice, while encode rounds once.)"""
     x = _wide_floats(np.random.default_rng(1), 200_000, dtype)
-    assert np.array_equal(fp8.encode(x, name, saturate=False), _theirs(x, name))
+    assert np.array_equal(formats.encode(x, name, saturate=False), _theirs(x, name))
 
 
 @pytest.mark.parametrize("name", FP8)
 def test_saturating_encode_is_ml_dtypes_after_clipping(name):
     """PTX cvt .satfinite: anything beyond max finite becomes max finite with its sign; NaN stays NaN."""
-    f = fp8.spec(name)
+    f = formats.spec(name)
     x = _wide_floats(np.random.default_rng(2), 200_000, np.float32)
     finite = np.isfinite(x)
-    assert np.array_equal(fp8.encode(x[finite], name), _theirs(np.clip(x[finite], -f.max_finite, f.max_finite), name))
-    assert np.array_equal(fp8.decode(fp8.encode([np.inf, -np.inf, 1e30, -1e30], name), name),
+    assert np.array_equal(formats.encode(x[finite], name), _theirs(np.clip(x[finite], -f.max_finite, f.max_finite), name))
+    assert np.array_equal(formats.decode(formats.encode([np.inf, -np.inf, 1e30, -1e30], name), name),
                           [f.max_finite, -f.max_finite, f.max_finite, -f.max_finite])
-    assert np.isnan(fp8.decode(fp8.encode([np.nan], name), name)).all()
+    assert np.isnan(formats.decode(formats.encode([np.nan], name), name)).all()
 
 
 def test_rounding_ties_to_even_and_overflow_rules():
-    e4 = lambda x, sat=True: fp8.decode(fp8.encode(np.array(x, np.float64), "e4m3", sat), "e4m3")  # noqa: E731
+    e4 = lambda x, sat=True: formats.decode(formats.encode(np.array(x, np.float64), "e4m3", sat), "e4m3")  # noqa: E731
     # ties: 1 + 1/16 lies halfway between 1 (fraction 000) and 1.125 (001); 1.1875 between 1.125 and 1.25 (010)
     assert list(e4([1.0625, 1.1875, -1.0625])) == [1.0, 1.25, -1.0]
     # 464 is halfway between 448 (fraction 110, even) and the 480 e4m3 cannot hold: rounds to 448 either way
@@ -77,26 +77,26 @@ def test_rounding_ties_to_even_and_overflow_rules():
     over = e4([465.0, 1e6, np.inf], sat=False)
     assert np.isnan(over).all()                                      # e4m3 has no inf: overflow is NaN
     assert list(e4([465.0, 1e6, np.inf])) == [448.0] * 3            # .satfinite clamps instead
-    e5 = fp8.decode(fp8.encode([61440.0, 1e6], "e5m2", saturate=False), "e5m2")
+    e5 = formats.decode(formats.encode([61440.0, 1e6], "e5m2", saturate=False), "e5m2")
     assert np.isinf(e5).all()                                        # e5m2 overflows to inf (61440 ties up, odd)
     # subnormal ties: 2^-10 is halfway between 0 and 2^-9 -> 0; 3 * 2^-10 between 2^-9 and 2^-8 -> 2^-8
     assert list(e4([2.0**-10, 3 * 2.0**-10, 2.0**-10 * 1.001])) == [0.0, 2.0**-8, 2.0**-9]
 
 
 def test_flush_to_zero_keeps_the_sign():
-    f = fp8.spec("e4m3")
-    codes = fp8.encode([f.min_subnormal / 2, -f.min_subnormal / 2, -1e-9], "e4m3")
+    f = formats.spec("e4m3")
+    codes = formats.encode([f.min_subnormal / 2, -f.min_subnormal / 2, -1e-9], "e4m3")
     assert list(codes) == [0x00, 0x80, 0x80]
 
 
 @pytest.mark.parametrize("name, maxv, min_normal, min_sub, count", [
     ("e4m3", 448.0, 2.0**-6, 2.0**-9, 253), ("e5m2", 57344.0, 2.0**-14, 2.0**-16, 247)])
 def test_format_constants_and_grid(name, maxv, min_normal, min_sub, count):
-    f = fp8.spec(name)
+    f = formats.spec(name)
     assert (f.max_finite, f.min_normal, f.min_subnormal) == (maxv, min_normal, min_sub)
     info = ml_dtypes.finfo(REFERENCE[name])
     assert (float(info.max), float(info.smallest_normal), float(info.smallest_subnormal)) == (maxv, min_normal, min_sub)
-    g = fp8.grid(name)
+    g = formats.grid(name)
     assert len(g) == count and g[0] == -maxv and g[-1] == maxv and np.all(np.diff(g) > 0)
     every = np.arange(256, dtype=np.uint8).view(REFERENCE[name]).astype(np.float64)
     assert np.array_equal(g, np.unique(every[np.isfinite(every)]))
@@ -104,57 +104,57 @@ def test_format_constants_and_grid(name, maxv, min_normal, min_sub, count):
 
 @pytest.mark.parametrize("name", FP8)
 def test_spacing_is_the_gap_between_neighbours(name):
-    f = fp8.spec(name)
-    g = fp8.grid(name)
+    f = formats.spec(name)
+    g = formats.grid(name)
     pos = g[g >= 0]
-    assert np.array_equal(fp8.spacing(pos[:-1], name), np.diff(pos))
-    assert np.array_equal(fp8.spacing(-pos[:-1], name), np.diff(pos))       # symmetric in the sign
+    assert np.array_equal(formats.spacing(pos[:-1], name), np.diff(pos))
+    assert np.array_equal(formats.spacing(-pos[:-1], name), np.diff(pos))       # symmetric in the sign
     normals = pos[pos >= f.min_normal]
     powers = normals[np.log2(normals) % 1 == 0]
-    assert np.all(fp8.spacing(powers, name) / powers == f.eps)              # 2^-3 (e4m3) or 2^-2 (e5m2)
-    assert np.all(fp8.spacing(pos[pos < f.min_normal], name) == f.min_subnormal)
-    assert np.isnan(fp8.spacing([f.max_finite * 1.5, np.inf, np.nan], name)).all()
+    assert np.all(formats.spacing(powers, name) / powers == f.eps)              # 2^-3 (e4m3) or 2^-2 (e5m2)
+    assert np.all(formats.spacing(pos[pos < f.min_normal], name) == f.min_subnormal)
+    assert np.isnan(formats.spacing([f.max_finite * 1.5, np.inf, np.nan], name)).all()
     # between neighbours, spacing(x) is the gap from the value below x to the one above
     mids = (pos[:-1] + pos[1:]) / 2
-    assert np.array_equal(fp8.spacing(mids, name), np.diff(pos))
+    assert np.array_equal(formats.spacing(mids, name), np.diff(pos))
 
 
 def test_bad_inputs_are_refused_in_one_sentence():
     with pytest.raises(ValueError, match="unknown format"):
-        fp8.spec("e3m4")
+        formats.spec("e3m4")
     with pytest.raises(ValueError, match="8-bit integers"):
-        fp8.decode([256], "e4m3")
+        formats.decode([256], "e4m3")
     with pytest.raises(ValueError, match="inf or NaN"):
-        fp8.per_tensor_scale([1.0, np.inf])
+        formats.per_tensor_scale([1.0, np.inf])
 
 
 # ---- scaling ------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", FP8)
 def test_scale_maps_amax_to_the_format_max(name):
-    f = fp8.spec(name)
+    f = formats.spec(name)
     rng = np.random.default_rng(3)
     for spread in (1e-4, 1.0, 3e5):
         x = (spread * rng.standard_normal(10_000)).astype(np.float32)
         amax = np.abs(x).max()
-        scale = fp8.per_tensor_scale(x, name)
+        scale = formats.per_tensor_scale(x, name)
         assert abs(amax / scale - f.max_finite) <= f.max_finite * 2.0**-23    # only the float32 scale rounds
-        codes, deq = fp8.quantize(x, scale, name)
-        assert np.abs(fp8.decode(codes, name)).max() == f.max_finite
+        codes, deq = formats.quantize(x, scale, name)
+        assert np.abs(formats.decode(codes, name)).max() == f.max_finite
         assert abs(np.abs(deq).max() - amax) <= amax * f.unit_roundoff
-        half = fp8.per_tensor_scale(x, name, margin=2.0)
-        assert np.abs(fp8.decode(fp8.encode(x / half, name), name)).max() == f.max_finite / 2
-        p2 = fp8.per_tensor_scale(x, name, power_of_two=True)
+        half = formats.per_tensor_scale(x, name, margin=2.0)
+        assert np.abs(formats.decode(formats.encode(x / half, name), name)).max() == f.max_finite / 2
+        p2 = formats.per_tensor_scale(x, name, power_of_two=True)
         assert np.log2(p2) % 1 == 0 and f.max_finite / 2 < amax / p2 <= f.max_finite
-    assert fp8.per_tensor_scale(np.zeros(8)) == 1.0
+    assert formats.per_tensor_scale(np.zeros(8)) == 1.0
 
 
 def test_one_quantized_value_errs_by_at_most_half_a_step():
-    f = fp8.spec("e4m3")
+    f = formats.spec("e4m3")
     x = np.random.default_rng(4).standard_normal(200_000)
-    scale = fp8.per_tensor_scale(x)
-    codes, _ = fp8.quantize(x, scale)
-    y, x8 = x / scale, fp8.decode(codes).astype(np.float64)
+    scale = formats.per_tensor_scale(x)
+    codes, _ = formats.quantize(x, scale)
+    y, x8 = x / scale, formats.decode(codes).astype(np.float64)
     normal = np.abs(y) >= f.min_normal
     assert np.all(np.abs(x8 - y)[normal] <= f.unit_roundoff * np.abs(y[normal]))       # 2^-4 relative
     assert np.all(np.abs(x8 - y)[~normal] <= f.min_subnormal / 2)                       # half a subnormal step
@@ -167,11 +167,11 @@ def _fp8_gemm_case(name="e4m3", m=96, n=80, k=4096, seed=5, power_of_two=False, 
     """Random A, B quantized per tensor; C from the kernel model; the exact reference in float64."""
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-    sa, sb = fp8.per_tensor_scale(a, name, power_of_two=power_of_two), fp8.per_tensor_scale(b, name,
+    sa, sb = formats.per_tensor_scale(a, name, power_of_two=power_of_two), formats.per_tensor_scale(b, name,
                                                                                              power_of_two=power_of_two)
-    (ca, da), (cb, db) = fp8.quantize(a, sa, name), fp8.quantize(b, sb, name)
+    (ca, da), (cb, db) = formats.quantize(a, sa, name), formats.quantize(b, sb, name)
     c = fp8.gemm(ca, cb, sa, sb, name, **kw)
-    va, vb = fp8.decode(ca, name).astype(np.float64), fp8.decode(cb, name).astype(np.float64)
+    va, vb = formats.decode(ca, name).astype(np.float64), formats.decode(cb, name).astype(np.float64)
     # Products of FP8 values are exact in float64 and so is almost all of the sum (K 2^-53 at worst, 10^8 times
     # below the bounds tested); the scales multiply outside, as in the kernel's epilogue.
     ref = (va @ vb) * (sa * sb)
@@ -209,7 +209,7 @@ def test_a_too_tight_bound_fails(model, k):
     there: that looseness is also why the typical model is the one to test kernels with.)"""
     c, ref, magnitude, _ = _fp8_gemm_case("e4m3", k=k)
     right = fp8.matmul_error_bound(k, "e4m3", "bf16", model)
-    tight = fp8.GemmBound(k, model, right.magnitude, fp8.spec("bf16").unit_roundoff / 2)
+    tight = fp8.GemmBound(k, model, right.magnitude, formats.spec("bf16").unit_roundoff / 2)
     assert np.all(np.abs(c - ref) <= right(magnitude, ref))
     assert np.any(np.abs(c - ref) > tight(magnitude, ref))
 
@@ -231,9 +231,9 @@ def test_typical_bound_catches_a_skipped_k_block():
     k, block = 4096, 32
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((64, k)), rng.standard_normal((k, 48))
-    sa, sb = fp8.per_tensor_scale(a), fp8.per_tensor_scale(b)
-    ca, cb = fp8.quantize(a, sa)[0], fp8.quantize(b, sb)[0]
-    va, vb = fp8.decode(ca).astype(np.float64), fp8.decode(cb).astype(np.float64)
+    sa, sb = formats.per_tensor_scale(a), formats.per_tensor_scale(b)
+    ca, cb = formats.quantize(a, sa)[0], formats.quantize(b, sb)[0]
+    va, vb = formats.decode(ca).astype(np.float64), formats.decode(cb).astype(np.float64)
     ref, magnitude = (va @ vb) * (sa * sb), (np.abs(va) @ np.abs(vb)) * (sa * sb)
     skipped = ca.copy()
     skipped[:, 1024:1024 + block] = 0
@@ -255,7 +255,7 @@ def test_typical_bound_is_helpers_check_rule_for_bf16_rungs():
 
 
 def test_bound_refuses_a_format_whose_products_are_not_exact():
-    wide = fp8.Format("e5m12", exp_bits=5, man_bits=12, bias=15, ieee=True, nan_code=0)
+    wide = formats.Format("e5m12", exp_bits=5, man_bits=12, bias=15, ieee=True, nan_code=0)
     with pytest.raises(ValueError, match="not exact in FP32"):
         fp8.matmul_error_bound(4096, wide)
 
@@ -270,8 +270,8 @@ def test_dot_product_error_grows_like_sqrt_k(name):
     rms = {}
     for k in (64, 1024, 16384):
         a, b = rng.standard_normal((256, k)), rng.standard_normal((256, k))
-        a8 = fp8.quantize(a, fp8.per_tensor_scale(a, name), name)[1].astype(np.float64)
-        b8 = fp8.quantize(b, fp8.per_tensor_scale(b, name), name)[1].astype(np.float64)
+        a8 = formats.quantize(a, formats.per_tensor_scale(a, name), name)[1].astype(np.float64)
+        b8 = formats.quantize(b, formats.per_tensor_scale(b, name), name)[1].astype(np.float64)
         err = np.sum(a8 * b8, axis=1) - np.sum(a * b, axis=1)
         model = fp8.quantization_error(k, name)
         rms[k] = np.sqrt(np.mean(err**2)) / np.sqrt(np.mean((a * b) ** 2))
@@ -337,7 +337,7 @@ def test_fp8_figures_say_what_the_models_compute(name, says):
             assert s in texts, (s, texts)
         if name == "fig_fp8_number_line":     # one marker per positive value of each format
             dots = [len(line.get_xdata()) for line in ax.lines if line.get_marker() == "o"]
-            assert dots == [int(np.sum(fp8.grid(n) > 0)) for n in FP8]
+            assert dots == [int(np.sum(formats.grid(n) > 0)) for n in FP8]
         if name == "fig_fp8_stage_bytes":     # both stages are drawn 48 KiB long
             ends = sorted({round(p.get_x() + p.get_width(), 6) for p in ax.patches})
             assert ends[-1] == 48.0
@@ -361,12 +361,12 @@ def test_accuracy_demo_orders_the_formats_and_matches_the_quantization_model():
 @pytest.mark.parametrize("name, cc", [("NVIDIA A100-SXM4-80GB", (8, 0)), ("NVIDIA B200", (10, 0))])
 def test_the_fp8_rung_is_refused_in_one_sentence_without_sm90a_and_replays(monkeypatch, name, cc):
     from helpers import gpu, measure, rung
-    from helpers.launch import function
+    from helpers.kernel import kernel
     dev = gpu.Device(name, cc, 100, 40 << 20, 164 << 10, 1500, 1500, "580", "13.0", "13.0", "14.2.0", "13.0")
     monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
     monkeypatch.setattr(gpu, "device", lambda: dev)
     with pytest.raises(gpu.NoGPU) as refused:
-        function(rung("12_fp8"))  # what prepare() calls before anything is allocated
+        kernel(rung("12_fp8")).function()  # what prepare() calls before anything is allocated
     msg = str(refused.value)
     assert msg.startswith(f"It needs sm_90a, which the {name}") and msg.endswith(".") and ". " not in msg
     row = measure("12_fp8", 4096)  # and the chapter's numbers replay from the recorded H100 run

@@ -122,7 +122,7 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     script = (
         "from helpers import check, rung\n"
         "from helpers.build import apply_config\n"
-        "from helpers.launch import KernelFault\n"
+        "from helpers.kernel import KernelFault\n"
         "r = rung('07_tma')\n"
         "src = apply_config(r.path.read_text(), {'TX_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"
         "try:\n"

@@ -1,0 +1,56 @@
+"""The tile policy: which tile a launch of a rung uses for a problem shape. Rung 10 carries several tiles
+(`Rung.tile_choices`); at full waves the widest is fastest, so a narrower one wins only where it fills a last wave
+that the widest leaves empty. The wave napkin prices that, as cuBLAS's heuristics do; `helpers.launch` applies it,
+and the chapters' explorers and figures draw it.
+"""
+from __future__ import annotations
+
+from .kernel import Kernel, variant
+from .registry import Rung
+
+
+def waves(m: int, n: int, tile_m: int, tile_n: int, workers: int) -> dict:
+    """Wave quantization of a persistent schedule: `workers` (clusters) take tiles round robin; the busiest
+    takes ceil(tiles / workers), so the chip is busy tiles / (workers * that) of the time."""
+    tiles = (m // tile_m) * (n // tile_n)
+    most = -(-tiles // workers)
+    return {"tiles": tiles, "workers": workers, "waves": tiles / workers, "busiest": most,
+            "efficiency": tiles / (workers * most)}
+
+
+def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], workers: int) -> list[dict]:
+    """The tile-per-shape heuristic of rung 10 on the wave napkin alone. `shapes` are (constexpr overrides, tile
+    rows, tile columns, steady rate) candidates, the rung's own tile first with rate 1; the rate is what the tile
+    reaches at full waves relative to the rung's own. Each candidate that divides M and N costs busiest x tile area
+    / rate, in units of one tile of the first shape; the cheapest is picked, the first on a tie. Returns every
+    dividing candidate with its waves, cost and whether it was picked."""
+    rows = []
+    for config, tm, tn, rate in shapes:
+        if m % tm or n % tn:
+            continue
+        w = waves(m, n, tm, tn, workers)
+        rows.append({"config": config, "tile": (tm, tn), "rate": rate, **w,
+                     "cost": w["busiest"] * (tm * tn) / (shapes[0][1] * shapes[0][2]) / rate})
+    best = min(range(len(rows)), key=lambda i: (round(rows[i]["cost"], 9), i), default=None)
+    return [{**row, "picked": i == best} for i, row in enumerate(rows)]
+
+
+def choices(r: Rung) -> list[tuple[dict, Kernel, float]]:
+    """(overrides, kernel, steady rate) of every tile a launch of r may use: its own first, then r.tile_choices."""
+    return [(overrides, variant(r, overrides), rate) for overrides, rate in (({}, 1.0), *r.tile_choices)]
+
+
+def _candidate(r: Rung, overrides: dict, kern: Kernel, rate: float) -> tuple[dict, int, int, float]:
+    # rows per cluster tile (what M must divide into) and columns per tile
+    return overrides, kern.consts[r.divides.get("M", r.tile[0])], kern.tile[1], rate
+
+
+def tile_candidates(r: Rung) -> list[tuple[dict, int, int, float]]:
+    """The tiles a launch of r may use, as (overrides, rows, columns, rate) for pick_tile."""
+    return [_candidate(r, *c) for c in choices(r)]
+
+
+def choose_tile(r: Rung, m: int, n: int, k: int, workers: int) -> list[dict]:
+    """pick_tile over r's tiles that fit M x N x K, for `workers` resident clusters."""
+    fits = [_candidate(r, *c) for c in choices(r) if c[1].misfit(m, n, k) is None]
+    return pick_tile(m, n, fits, workers) if fits else []
