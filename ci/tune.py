@@ -8,7 +8,7 @@ import sys
 
 from helpers import bench, build, check, rung
 from helpers.build import apply_config
-from helpers.ladder import measured
+from helpers.ladder import obtain
 
 SIZES = (2048, 4096, 8192)
 VARIANTS = {
@@ -38,7 +38,7 @@ def main(*only: str) -> None:
             r = rung(rid)
             for n in sizes:
                 for changes in variants:
-                    e, _ = measured("variants", f"{rid}:{json.dumps(changes, sort_keys=True)}@{n}",
+                    e, _ = obtain("variants", f"{rid}:{json.dumps(changes, sort_keys=True)}@{n}",
                                     lambda: variant(r, changes, n), r.needs_cc, r.arch)
                     print(f"{rid} N={n} {changes or 'as committed'}: {e['tflops']:.1f} TFLOP/s, cuBLAS "
                           f"{e['cublas_tflops']:.1f}, {e['ratio']:.1%}, {e['registers']} regs, "

@@ -17,7 +17,7 @@ from .kernel import Kernel, KernelFault, ShapeError, kernel
 from .launch import Launch, launch, prepare, random_inputs, validate
 from .gpu import NoGPU, device, live, why_not_live
 from .ladder import (CEILINGS, NotMeasured, NotRecorded, Row, ceiling, demo_check, demo_fault, measure,
-                     persistent_grid, measured, recorded_ceilings, recorded_entry, replay, rows)
+                     persistent_grid, obtain, recorded_ceilings, recorded_entry, replay)
 from .plot import climb, explore_ladder, roofline, sweep
 from .registry import PROBES, RUNGS, chapter_rungs, probe, rung
 from .report import (banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file,

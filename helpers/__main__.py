@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 from .gpu import REPLAY_ENV
 
@@ -38,19 +37,12 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    t0 = time.time()
-
-    def progress(i, total, label):
-        if i < total:
-            print(f"[{i + 1}/{total}] {label} ({time.time() - t0:.0f} s so far)", file=sys.stderr, flush=True)
-
+    from .report import progress
     rows, missing = [], []
     sizes = args.n if args.n or args.shape else [4096]
     shapes = [(n, n, n) for n in sizes or []] + [tuple(s) for s in args.shape]
-    todo = [(r, shape) for shape in shapes for r in chosen]
-    for i, (r, shape) in enumerate(todo):
+    for r, shape in progress([(r, shape) for shape in shapes for r in chosen], "the ladder"):
         label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
-        progress(i, len(todo), f"{r.id} {label}")
         try:
             rows.append(ladder.measure(r, *shape, missing_ok=True))  # never recorded: a "not measured" line
         except ResultsError as e:
@@ -60,17 +52,14 @@ def main(argv=None) -> int:
     for m in missing:
         print(f"skipped: {m}", file=sys.stderr)
     for r in rows:
-        if not r.measured:
+        if not r.has_number:
             print(f"not measured: {r.why}", file=sys.stderr)
 
     if args.json:
-        keys = ("rung", "m", "n", "k", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu",
-                "run", "method", "tflops_iqr", "cublas_iqr", "cublas_ref", "sm_clock_mhz", "power_w",
-                "cublas_sm_clock_mhz", "cublas_power_w", "cupy_tflops")
-        print(json.dumps([{k: getattr(r, k, None) for k in keys} for r in rows], indent=1))  # None: not measured
+        print(json.dumps([r.json() for r in rows], indent=1))
     else:
         print(report.table(rows))
-    numbers = [r for r in rows if r.measured]
+    numbers = [r for r in rows if r.has_number]
     if args.plot and numbers:
         from .plot import save_climb
         ceilings = ladder.recorded_ceilings() if numbers[0].source == "recorded" else {}

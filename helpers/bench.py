@@ -306,7 +306,7 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
 # ---- chapter 00: the machine's ceilings ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Measured:
+class Reading:
     """A ceiling's value and what the card held while it was measured."""
     value: float
     sm_clock_mhz: float | None = None
@@ -319,13 +319,13 @@ def _probe_fn(probe_id: str):
     return kern.function(), kern.threads
 
 
-def _rate(run, amount: float, batch_ms: float = BATCH_MS) -> Measured:
+def _rate(run, amount: float, batch_ms: float = BATCH_MS) -> Reading:
     """`amount` (bytes or FLOP, in units of 1e12 per second per ms) per launch of `run`, timed with the method."""
     t = time_gpu({"probe": lambda i: run()}, amount, batch_ms=batch_ms)["probe"]
-    return Measured(t.tflops, t.sm_clock_mhz, t.power_w, t.tflops_iqr)
+    return Reading(t.tflops, t.sm_clock_mhz, t.power_w, t.tflops_iqr)
 
 
-def measure_hbm_copy(gib: float = 2.0) -> Measured:
+def measure_hbm_copy(gib: float = 2.0) -> Reading:
     """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written."""
     import cupy as cp
     fn, threads = _probe_fn("hbm_copy")
@@ -338,7 +338,7 @@ def measure_hbm_copy(gib: float = 2.0) -> Measured:
     return got
 
 
-def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> Measured:
+def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> Reading:
     """Read bandwidth from L2 in TB/s: a buffer that fits in L2 (0.4 of it), read `passes` times with .cg."""
     import cupy as cp
     fn, threads = _probe_fn("l2_read")
@@ -350,7 +350,7 @@ def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> Measured:
     return _rate(lambda: fn((blocks,), (threads,), (src, np.int64(n4), np.int32(passes), sink)), passes * n4 * 16)
 
 
-def measure_ffma_peak(iters: int = 1 << 14) -> Measured:
+def measure_ffma_peak(iters: int = 1 << 14) -> Reading:
     """FP32 FFMA throughput in TFLOP/s from independent FMA chains (2 FLOP each), no memory traffic."""
     import cupy as cp
     fn, threads = _probe_fn("ffma_peak")
@@ -361,7 +361,7 @@ def measure_ffma_peak(iters: int = 1 << 14) -> Measured:
                  2.0 * chains * iters * blocks * threads)
 
 
-def measure_hmma_peak(iters: int = 1 << 12) -> Measured:
+def measure_hmma_peak(iters: int = 1 << 12) -> Reading:
     """mma.sync m16n8k16 BF16 throughput in TFLOP/s: independent MMAs on register operands, no memory."""
     import cupy as cp
     fn, threads = _probe_fn("hmma_peak")
@@ -374,7 +374,7 @@ def measure_hmma_peak(iters: int = 1 << 12) -> Measured:
 
 
 def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seconds: float = 1.5,
-                       dtype: str = "bf16") -> Measured:
+                       dtype: str = "bf16") -> Reading:
     """wgmma m64n256 throughput in TFLOP/s (k16 BF16, or k32 e4m3 with dtype="e4m3"), two warpgroups per SM on one
     resident shared tile, held for about `seconds` so the clock settles where the 700 W cap puts it. Zero operands
     draw less power than random ones, so they run at a higher clock: `random_operands=True` is the ceiling a real
@@ -399,7 +399,7 @@ def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seco
     return _rate(run, flop, batch_ms=1e3 * seconds / 1.5 / ROUNDS)
 
 
-def measure_cublas(dtype: str, n: int) -> Measured:
+def measure_cublas(dtype: str, n: int) -> Reading:
     """The strongest cuBLAS on square N x N x N in `dtype` (C in `dtype`, B stored [K, N]): chapter 00's reference."""
     r = Rung("cublas", "cuBLAS", "", dtype=dtype, out_dtype=dtype)
     sets = input_sets_for(n, n, n, np.dtype(cp_dtype(dtype)).itemsize, require_live().l2_bytes)
@@ -407,7 +407,7 @@ def measure_cublas(dtype: str, n: int) -> Measured:
     cublas, _ = cublas_set(r, n, n, n, inputs)
     got = time_gpu({x.name: x.run for x in cublas}, 2.0 * n**3)
     best = min(got.values(), key=lambda t: t.ms)
-    return Measured(best.tflops, best.sm_clock_mhz, best.power_w, best.tflops_iqr)
+    return Reading(best.tflops, best.sm_clock_mhz, best.power_w, best.tflops_iqr)
 
 
 def _hold(run, seconds: float, settle: float) -> tuple[float, int, list]:
@@ -454,7 +454,7 @@ def time_sustained(contenders: dict, flops: float, seconds: float = 0.6, rounds:
     return {name: _timing(name, per_launch[name], samples[name], flops, 0) for name in names}
 
 
-def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
+def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Reading:
     """cupy.matmul (N x N x N, `dtype`) queued back to back, with no gaps: the power-limited regime of a long
     training step. TFLOP/s over the second half of `seconds`, and the SM clock and power NVML read meanwhile."""
     import cupy as cp
@@ -465,15 +465,15 @@ def back_to_back(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Me
     if not samples:
         raise RuntimeError("NVML did not report the SM clock (is nvidia-ml-py installed?)")
     t = _timing("cupy.matmul", [ms / calls], samples, 2.0 * n**3, 0)
-    return Measured(t.tflops, t.sm_clock_mhz, t.power_w)
+    return Reading(t.tflops, t.sm_clock_mhz, t.power_w)
 
 
-def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Measured:
+def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5) -> Reading:
     """The SM clock (MHz, NVML) while cuBLAS runs back to back: why peaks on paper are not met."""
     got = back_to_back(dtype, n, seconds)
-    return Measured(got.sm_clock_mhz, got.sm_clock_mhz, got.power_w)
+    return Reading(got.sm_clock_mhz, got.sm_clock_mhz, got.power_w)
 
 
-__all__ = ["BenchResult", "Measured", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read",
+__all__ = ["BenchResult", "Reading", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read",
            "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "back_to_back", "time_sustained",
            "sm_clock_under_load"]

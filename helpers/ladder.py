@@ -1,4 +1,4 @@
-"""Every measured number goes through one function, `measured`: replayed from results/ when this machine cannot
+"""Every measured number goes through one function, `obtain`: replayed from results/ when this machine cannot
 run it, reused when this run already measured it, else measured now and recorded with the run id and environment.
 
 On top of it: a row of the ladder table (`measure`), a ceiling of the machine (`ceiling`), and the chapters'
@@ -10,7 +10,7 @@ import sys
 from dataclasses import asdict, dataclass, fields
 
 from . import results
-from .bench import (METHOD, Measured, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
+from .bench import (METHOD, Reading, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
                     measure_hgmma_peak, measure_hmma_peak, measure_l2_read, sm_clock_under_load)
 from .check import check
 from .formats import FP8
@@ -27,7 +27,7 @@ class NotRecorded(LookupError):
 _MEMORY: dict = {}  # (section, key) -> entry measured in this process but not written (save=False, or a write failed)
 
 
-def measured(section: str, key: str, how, needs_cc: tuple = (8, 0), arch: str = "", save: bool = True,
+def obtain(section: str, key: str, how, needs_cc: tuple = (8, 0), arch: str = "", save: bool = True,
              blocked: str | None = None) -> tuple[dict, str]:
     """(entry, source). source is "recorded" (replayed: this machine cannot run it, or `blocked` says why it cannot
     be measured here), "this run" (measured earlier in the same run, maybe by another chapter: the same number
@@ -104,11 +104,25 @@ class Row:
     host_us: float | None = None            # host time to queue one launch of the rung: apart from the GPU time
     cublas_host_us: float | None = None
     tile: list | None = None                # [BM, BN] the launch used (rung 10 picks it per shape)
+    ms: float | None = None                 # median GPU time per launch
+    batch: int | None = None                # launches per timed batch, the same for every contender
+    rounds: int | None = None               # interleaved rounds
+    input_sets: int | None = None           # input sets rotated so one sweep is twice the L2
+    worst_element: float | None = None      # the largest |C - ref| / element bound of the check (<= 1 passes)
 
-    measured = True  # a number, live or recorded (NotMeasured: none)
+    has_number = True  # live or recorded (NotMeasured: none)
 
     def json(self) -> dict:
+        """The row as the results file and the CLI's --json write it: the one place a row is serialised."""
         return asdict(self)
+
+    @classmethod
+    def entry(cls, **values) -> dict:
+        """What measure() records for a row: every field but those obtain() adds (source, gpu, date, run)."""
+        unknown = set(values) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TypeError(f"Row has no field(s) {sorted(unknown)}")
+        return values
 
     @classmethod
     def from_entry(cls, e: dict, source: str) -> "Row":
@@ -127,7 +141,7 @@ class NotMeasured:
     dtype: str
     why: str
     source: str = "not measured"
-    measured = False
+    has_number = False
 
     def json(self) -> dict:
         return asdict(self)
@@ -162,24 +176,24 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
         ok = check(lau)
         b = bench(lau)
         cub = b.cublas
-        base, _ = measured("baselines", baseline_key(r, m, n, k), lambda: {
+        base, _ = obtain("baselines", baseline_key(r, m, n, k), lambda: {
             "tflops": cub.tflops, "iqr": list(cub.tflops_iqr), "ref": b.cublas_ref, "ms": cub.ms,
             "sm_clock_mhz": cub.sm_clock_mhz, "power_w": cub.power_w, "timed_beside": r.id, "note": b.note,
             "contenders": {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr)} for name, t in b.others.items()}},
             save=save)
         kt = b.kernel
-        return {"rung": r.id, "tile": list(lau.kernel.tile), "m": m, "n": n, "k": k, "dtype": r.dtype, "tflops": kt.tflops,
-                "cublas_tflops": base["tflops"], "ratio": kt.tflops / base["tflops"], "correct": ok.ok,
-                "rel_err": ok.rel_err, "method": METHOD, "tflops_iqr": list(kt.tflops_iqr), "cublas_iqr": base["iqr"],
-                "cublas_ref": base["ref"], "sm_clock_mhz": kt.sm_clock_mhz, "power_w": kt.power_w,
-                "cublas_sm_clock_mhz": base["sm_clock_mhz"], "cublas_power_w": base["power_w"],
-                "cublas_row_tflops": cub.tflops, "cupy_tflops": b.others["cupy.matmul"].tflops if "cupy.matmul" in b.others else None,
-                "host_us": kt.host_us, "cublas_host_us": cub.host_us,
-                "ms": kt.ms, "batch": kt.batch, "rounds": kt.rounds, "input_sets": b.input_sets,
-                "worst_element": ok.worst_excess}
+        return Row.entry(
+            rung=r.id, tile=list(lau.kernel.tile), m=m, n=n, k=k, dtype=r.dtype, tflops=kt.tflops,
+            cublas_tflops=base["tflops"], ratio=kt.tflops / base["tflops"], correct=ok.ok, rel_err=ok.rel_err,
+            method=METHOD, tflops_iqr=list(kt.tflops_iqr), cublas_iqr=base["iqr"], cublas_ref=base["ref"],
+            sm_clock_mhz=kt.sm_clock_mhz, power_w=kt.power_w, cublas_sm_clock_mhz=base["sm_clock_mhz"],
+            cublas_power_w=base["power_w"], cublas_row_tflops=cub.tflops,
+            cupy_tflops=b.others["cupy.matmul"].tflops if "cupy.matmul" in b.others else None,
+            host_us=kt.host_us, cublas_host_us=cub.host_us, ms=kt.ms, batch=kt.batch, rounds=kt.rounds,
+            input_sets=b.input_sets, worst_element=ok.worst_excess)
 
     try:
-        entry, source = measured("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save,
+        entry, source = obtain("gemm", results.gemm_key(r.id, m, n, k), how, r.needs_cc, r.arch, save,
                                  untimable(r))
     except NotRecorded as e:
         if not missing_ok:
@@ -201,20 +215,6 @@ def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
             return NotMeasured(r.id, m, n, k, r.dtype, why)
         raise NotRecorded(why)
     return Row.from_entry(e, "recorded")
-
-
-def rows(rung_ids=None, sizes=(4096,), progress=None) -> list[Row]:
-    """measure() over rungs x sizes, calling progress(i, total, label) before each one."""
-    chosen = [_rung(x) for x in rung_ids] if rung_ids else list(RUNGS)
-    todo = [(r, n) for n in sizes for r in chosen]
-    out = []
-    for i, (r, n) in enumerate(todo):
-        if progress:
-            progress(i, len(todo), f"{r.id} N={n}")
-        out.append(measure(r, n))
-    if progress:
-        progress(len(todo), len(todo), "done")
-    return out
 
 
 # ---- the machine's ceilings (chapter 00) -----------------------------------------------------------------------
@@ -263,12 +263,12 @@ class Ceiling:
         return f"{self.label}: {self.value:,.2f} {self.unit}  [{self.gpu}, {self.date}{held}]"
 
 
-def _clock_of(cid: str) -> Measured:
+def _clock_of(cid: str) -> Reading:
     """A clock ceiling read off another ceiling's run (measured once in the run, or reused)."""
     c = ceiling(cid)
     if not c.sm_clock_mhz:
         raise RuntimeError(f"{cid} carries no SM clock (is nvidia-ml-py installed?)")
-    return Measured(c.sm_clock_mhz, c.sm_clock_mhz, c.power_w)
+    return Reading(c.sm_clock_mhz, c.sm_clock_mhz, c.power_w)
 
 
 def ceiling(cid: str, save: bool = True) -> Ceiling:
@@ -280,11 +280,11 @@ def ceiling(cid: str, save: bool = True) -> Ceiling:
 
     def measure_it() -> dict:
         got = how()
-        got = got if isinstance(got, Measured) else Measured(float(got))
+        got = got if isinstance(got, Reading) else Reading(float(got))
         return {"label": label, "value": got.value, "unit": unit, "sm_clock_mhz": got.sm_clock_mhz,
                 "power_w": got.power_w, "iqr": list(got.iqr) if got.iqr else None}
 
-    e, source = measured("ceilings", cid, measure_it, needs, "sm_90a" if needs >= (9, 0) else "", save)
+    e, source = obtain("ceilings", cid, measure_it, needs, "sm_90a" if needs >= (9, 0) else "", save)
     return Ceiling(cid, label, e["value"], unit, source, e["gpu"], e["date"], e.get("sm_clock_mhz"), e.get("power_w"))
 
 
@@ -313,7 +313,7 @@ def persistent_grid(rung_id: str, save: bool = True) -> dict:
         clusters = kern.resident_clusters()
         return {"rung": r.id, "cluster": cluster, "clusters": clusters, "blocks": clusters * cluster,
                 "sms": device().sms}
-    return _labelled(*measured("grids", r.id, how, r.needs_cc, r.arch, save))
+    return _labelled(*obtain("grids", r.id, how, r.needs_cc, r.arch, save))
 
 
 def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
@@ -324,7 +324,7 @@ def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
         res = check(r, m, n, k, source=variant(r, config).source)
         return {"rung": r.id, "change": config, "shape": [m, n, k], "rel_err": res.rel_err,
                 "all_finite": res.all_finite, "passed": res.ok, "verdict": str(res)}
-    return _labelled(*measured("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
+    return _labelled(*obtain("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
 
 
 def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
@@ -346,7 +346,7 @@ def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
         got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {
             "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]}", "seconds": None}
         return {"rung": r.id, "change": config, "shape": [m, n, k], **got}
-    return _labelled(*measured("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
+    return _labelled(*obtain("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
 
 
 def timing_demo(n: int = 2048, save: bool = True) -> dict:
@@ -377,7 +377,7 @@ def timing_demo(n: int = 2048, save: bool = True) -> dict:
         return {"n": n, "gpu_us": t.ms * 1e3, "iqr_us": [t.q1_ms * 1e3, t.q3_ms * 1e3], "host_us": t.host_us,
                 "idle_start_us": st.median(idle), "aa_ratio": got["A"].ms / got["B"].ms, "batch": t.batch,
                 "rounds": t.rounds}
-    return _labelled(*measured("demos", f"timing@{n}", how, save=save))
+    return _labelled(*obtain("demos", f"timing@{n}", how, save=save))
 
 
 def accumulator(r: Rung | str, save: bool = True) -> dict:
@@ -388,7 +388,7 @@ def accumulator(r: Rung | str, save: bool = True) -> dict:
     def how() -> dict:
         from .fp8 import probe_accumulator
         return {"rung": r.id, "placements": probe_accumulator(r.id)}
-    return _labelled(*measured("accumulator", r.id, how, r.needs_cc, r.arch, save))
+    return _labelled(*obtain("accumulator", r.id, how, r.needs_cc, r.arch, save))
 
 
 def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
@@ -416,7 +416,7 @@ def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
                 "tflops_iqr": list(k.tflops_iqr), "cublas_iqr": list(c.tflops_iqr),
                 "host_us": b.kernel.host_us, "cublas_host_us": b.cublas.host_us,
                 "gpu_us": b.kernel.ms * 1e3, "cublas_gpu_us": b.cublas.ms * 1e3}
-    e = _labelled(*measured("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save, untimable(r)))
+    e = _labelled(*obtain("sustained", f"{r.id}@{n}", how, r.needs_cc, r.arch, save, untimable(r)))
     if e.get("cublas_gpu_us") is None:  # recorded before these were kept: the same run's ladder row has them
         row = measure(r, n)
         e.update(host_us=row.host_us, cublas_host_us=row.cublas_host_us, gpu_us=2e6 * n**3 / (row.tflops * 1e12),

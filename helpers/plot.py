@@ -20,7 +20,7 @@ PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak"
 
 def _numbers(rows) -> list:
     """The rows that carry a number: a NotMeasured line (a rung the recorded run predates) has no bar or dot."""
-    return [r for r in rows if getattr(r, "measured", True)]
+    return [r for r in rows if getattr(r, "has_number", True)]
 
 
 def _source_note(items) -> str:

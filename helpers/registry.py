@@ -34,7 +34,7 @@ class Rung:
                                  # or "tensor_maps_c" (maps of A, Bt and C, then C, M, N, K)
     out_dtype: str = "fp32"      # dtype of C: fp32, or bf16 (rounded from the fp32 accumulators, as cuBLAS does)
     grid: str = "tiles"          # "tiles": one block per tile; "persistent": one block per SM a cluster can use
-    tile_choices: tuple = ()     # other tiles a launch may pick per problem shape (helpers.explore.pick_tile):
+    tile_choices: tuple = ()     # other tiles a launch may pick per problem shape (helpers.tiles.pick_tile):
                                  # (constexpr overrides, steady rate relative to the rung's own tile at full waves)
 
     @property

@@ -133,7 +133,7 @@ def table(rows) -> str:
     lines = ["{:<20} {:>14} {:>5} {:>8} {:>13} {:>10} {:>7} {:>7}  {}".format(*HEADER)]
     refs: dict = {}
     for r in rows:
-        if not getattr(r, "measured", True):  # a NotMeasured line: replayed, and the results file has no row for it
+        if not getattr(r, "has_number", True):  # a NotMeasured line: replayed, and the results file has no row for it
             lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5}     not measured (not in the recorded run)")
             continue
         iqr = f"{r.tflops_iqr[0]:.1f}-{r.tflops_iqr[1]:.1f}" if r.tflops_iqr else "n/a"
@@ -162,29 +162,12 @@ def _display_code(text: str, language: str) -> None:
     print(text)
 
 
-class Progress:
-    """One line that says how far a loop has got, updated in place (a notebook keeps a single output; a terminal
-    gets a line each on stderr)."""
-
-    def __init__(self, total: int):
-        import sys
-        import time
-        self.total, self.t0, self.handle, self.sys, self.time = total, time.time(), None, sys, time
-        try:
-            from IPython import get_ipython
-            if get_ipython() is not None:
-                from IPython.display import display
-                self.handle = display({"text/plain": f"0/{total} ..."}, raw=True, display_id=True)
-        except ImportError:
-            pass
-
-    def __call__(self, done: int, label: str) -> None:
-        line = (f"[{done}/{self.total}] {label} ({self.time.time() - self.t0:.0f} s so far)" if done < self.total
-                else f"all {self.total} done")  # the last state is what a saved notebook keeps: no clock in it
-        if self.handle is not None:
-            self.handle.update({"text/plain": line}, raw=True)
-        else:
-            print(line, file=self.sys.stderr, flush=True)
+def progress(items, what: str):
+    """`items` with a progress bar (tqdm.auto: a widget in a notebook, a line on stderr in a terminal) while numbers
+    are being measured; silent in replay, where every item is a lookup."""
+    from tqdm.auto import tqdm
+    items = list(items)
+    return tqdm(items, desc=what, disable=not live() or len(items) < 2, leave=False)
 
 
 def _function_text(source: str, entry: str) -> str:
@@ -218,13 +201,20 @@ def show_python(obj) -> None:
     _display_code(inspect.getsource(obj), "python")
 
 
+def built_source(r) -> tuple[str, str]:
+    """(label, text) of the source a rung actually compiles: its .cu with the registry's constexpr config applied."""
+    from .build import apply_config
+    label = f"kernels/{r.path.name}" + (" with " + ", ".join(f"{k}={v}" for k, v in r.config.items()) if r.config else "")
+    return label, apply_config(r.path.read_text(), r.config)
+
+
 def show_diff(before: str, after: str) -> None:
-    """The lesson of a rung: the unified diff of its .cu against the previous rung's."""
+    """The lesson of a rung: the unified diff of the source it builds against the previous rung's (each .cu with
+    its registry config applied, so a variant shows the constants it really runs with)."""
     import difflib
     from .registry import rung
-    a, b = rung(before), rung(after)
-    diff = difflib.unified_diff(a.path.read_text().splitlines(), b.path.read_text().splitlines(),
-                                f"kernels/{a.path.name}", f"kernels/{b.path.name}", n=2, lineterm="")
+    (la, a), (lb, b) = built_source(rung(before)), built_source(rung(after))
+    diff = difflib.unified_diff(a.splitlines(), b.splitlines(), la, lb, n=2, lineterm="")
     _display_code("\n".join(diff), "diff")
 
 

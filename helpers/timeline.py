@@ -7,14 +7,14 @@ import numpy as np
 
 from .kernel import faults_explained, variant
 from .launch import random_inputs, validate
-from .ladder import measured
+from .ladder import obtain
 from .registry import rung as _rung
 
 
 def measure_timeline(rung_id: str = "09_setmaxnreg", n: int = 4096, save: bool = True) -> dict:
     """Stamps of one launch at N x N x N: {'roles': [[[start, end] per tile] per role], ...} in SM cycles."""
     r = _rung(rung_id)
-    entry, source = measured("timeline", f"{r.id}@{n}", lambda: _stamps(r, n), r.needs_cc, r.arch, save)
+    entry, source = obtain("timeline", f"{r.id}@{n}", lambda: _stamps(r, n), r.needs_cc, r.arch, save)
     return {**entry, "source": source}
 
 

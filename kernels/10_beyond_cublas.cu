@@ -11,7 +11,7 @@
 //     64 x 64 chunks through C_BUFFERS buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
 //   EPILOGUE = 2: the same, but each warp writes its accumulators into those buffers with stmatrix: one
 //     instruction moves four 8x8 bf16 matrices (16 bytes per lane) where EPILOGUE = 1 needs four 4-byte stores.
-//   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.explore.pick_tile).
+//   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
 // New PTX: cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast, tma_store_2d, cp.async.bulk
 // commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.

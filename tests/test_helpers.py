@@ -188,7 +188,7 @@ def test_replay_shows_a_rung_never_recorded_as_not_measured(tmp_results):
     with pytest.raises(NotRecorded, match="never recorded"):
         replay("05_one_stage", 4096)
     gaps = [replay("05_one_stage", 4096, missing_ok=True), measure("05_warp_64x64", 4096, missing_ok=True)]
-    assert [r.measured for r in gaps] == [False, False] and gaps[0].source == "not measured"
+    assert [r.has_number for r in gaps] == [False, False] and gaps[0].source == "not measured"
     assert "05_one_stage                   4096  bf16     not measured" in table(gaps)
     row = Row("04_swizzle", 4096, 4096, 4096, "bf16", 190.0, 730.0, 0.26, True, 1e-3, "recorded", "H100", "2026-01-01")
     ax = climb([row, *gaps])  # one bar: the lines with no number are left out, not drawn as zero
