@@ -1,18 +1,16 @@
-"""Compile a rung with NVRTC (through CuPy), cache the cubin on disk, and read what the compiler made of it.
+"""Compile a rung with NVRTC (through cuda.bindings), cache the cubin on disk, and read what the compiler made of it.
 
 Works with no GPU: NVRTC compiles for a named architecture (sm_90a) without asking a device, and nvdisasm
 reads the cubin. So registers, spills, shared memory and the SASS inventory are real in replay mode too.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import os
 import re
 import shutil
 import subprocess
-import sysconfig
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,67 +72,72 @@ class Build:
 
 
 def _tool(name: str) -> str:
-    """Find a CUDA binary: PATH, then the pip wheels (nvidia-cuda-nvdisasm), then CUDA_HOME."""
-    found = shutil.which(name)
-    if found:
-        return found
-    site = Path(sysconfig.get_paths()["purelib"]) / "nvidia"
-    roots = [*site.glob("*/bin"), *site.glob("*/*/bin")]
-    roots += [Path(os.environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
-    roots.append(Path("/usr/local/cuda/bin"))
-    for root in roots:
-        if (root / name).exists():
-            return str(root / name)
-    raise ToolMissing(f"{name} was not found; install it with `pip install nvidia-cuda-{name}` "
-                      f"or put a CUDA toolkit's bin/ on PATH.")
+    """Find a CUDA binary: cuda.pathfinder (pip wheels, conda, CUDA_HOME), then PATH, then /usr/local/cuda."""
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+        found = find_nvidia_binary_utility(name)
+    except ImportError:  # an older cuda-pathfinder, without binary search
+        found = None
+    fallback = Path("/usr/local/cuda/bin") / name
+    found = found or shutil.which(name) or (str(fallback) if fallback.exists() else None)
+    if found is None:
+        raise ToolMissing(f"{name} was not found; install it with `pip install nvidia-cuda-{name}` "
+                          f"or put a CUDA toolkit's bin/ on PATH.")
+    return found
 
 
 def _include_dirs() -> list[str]:
-    """CUDA headers for NVRTC: the pip toolkit wheels first, then a system toolkit."""
-    site = Path(sysconfig.get_paths()["purelib"]) / "nvidia"
-    dirs = [site / "cu13" / "include", site / "cuda_runtime" / "include"]
-    dirs += [Path(os.environ[v]) / "include" for v in ("CUDA_HOME", "CUDA_PATH") if v in os.environ]
-    dirs.append(Path("/usr/local/cuda/include"))
-    # WMMA's <mma.h> includes crt/mma.h, which pip ships separately (nvidia-cuda-crt): prefer a complete tree.
-    complete = [d for d in dirs if (d / "cuda_runtime_api.h").exists() and (d / "crt" / "mma.h").exists()]
-    return [str(d) for d in complete[:1] or [d for d in dirs if (d / "cuda_runtime_api.h").exists()][:1]]
+    """CUDA headers for NVRTC: cuda.pathfinder's (pip wheels first), else a system toolkit's."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+        found = find_nvidia_header_directory("cudart")
+    except (ImportError, RuntimeError):  # older cuda-pathfinder: no such function, or no "cudart" entry
+        found = None
+    # pathfinder names one directory, but WMMA's <mma.h> includes crt/mma.h, which pip ships apart
+    # (nvidia-cuda-crt): when the wheels' tree lacks it, a toolkit's complete tree is preferred.
+    toolkits = (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+    dirs = [Path(d) for d in (found, *(t and f"{t}/include" for t in toolkits)) if d]
+    dirs = [d for d in dirs if (d / "cuda_runtime_api.h").exists()]
+    complete = [d for d in dirs if (d / "crt" / "mma.h").exists()]
+    return [str(d) for d in (complete or dirs)[:1]]
 
 
 @functools.lru_cache(maxsize=1)
 def _nvrtc():
+    """cuda.bindings' NVRTC module, with libnvrtc loaded."""
     try:
-        from cupy.cuda import nvrtc
-        version = nvrtc.getVersion()  # also loads libnvrtc, so its path shows in /proc/self/maps
-    except Exception as e:  # noqa: BLE001 - any failure here means the same thing to the reader
-        raise ToolMissing(f"NVRTC is not available through CuPy ({e}); install the requirements "
-                          f"(`pip install -r requirements.txt`).") from e
-    return nvrtc, version
+        from cuda.bindings import nvrtc
+        _call(nvrtc.nvrtcVersion)
+    except Exception as e:  # noqa: BLE001 - no bindings, no libnvrtc: the same missing piece to the reader
+        raise ToolMissing(f"NVRTC could not be loaded ({e}); install the requirements (`pip install -r "
+                          f"requirements.txt` brings cuda-bindings and the nvidia-cuda-nvrtc wheel).") from e
+    return nvrtc
 
 
-@functools.lru_cache(maxsize=1)
-def _libnvrtc() -> ctypes.CDLL:
-    # CuPy 14.2's nvrtc.getCUBIN drops the cubin's last byte (nvdisasm then rejects the ELF), so the
-    # cubin itself is fetched with the C API, from the same library CuPy loaded, on CuPy's program handle.
-    _nvrtc()
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "libnvrtc.so" in line and "builtins" not in line}
-    for path in sorted(paths) or ["libnvrtc.so.13", "libnvrtc.so.12"]:
-        try:
-            return ctypes.CDLL(path)
-        except OSError:
-            continue
-    raise ToolMissing("libnvrtc could not be loaded with ctypes")
+def _call(fn, *args):
+    """Run an NVRTC function, returning its outputs; a result other than success raises RuntimeError."""
+    err, *out = fn(*args)
+    if err.value:
+        raise RuntimeError(f"{fn.__name__} returned {err.name}")
+    return out[0] if len(out) == 1 else out
 
 
-def _cubin_bytes(prog: int) -> bytes:
-    lib = _libnvrtc()
-    size = ctypes.c_size_t()
-    if lib.nvrtcGetCUBINSize(ctypes.c_void_p(prog), ctypes.byref(size)):
-        raise RuntimeError("nvrtcGetCUBINSize failed: was a real architecture (sm_XX) given?")
-    buf = ctypes.create_string_buffer(size.value)
-    if lib.nvrtcGetCUBIN(ctypes.c_void_p(prog), buf):
-        raise RuntimeError("nvrtcGetCUBIN failed")
-    return buf.raw
+def nvrtc_version() -> tuple[int, int]:
+    """NVRTC's (major, minor): part of every cache key, and recorded beside measurements."""
+    return tuple(_call(_nvrtc().nvrtcVersion))
+
+
+def _fetch(prog, size_fn, get_fn) -> bytes:
+    """An NVRTC output (cubin, log) of the size NVRTC reports, every byte of it."""
+    buf = bytearray(_call(size_fn, prog))
+    _call(get_fn, prog, buf)
+    return bytes(buf)
+
+
+def _log(prog) -> str:
+    """The program's compile log, without the C string's terminator."""
+    nvrtc = _nvrtc()
+    return _fetch(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(errors="replace")
 
 
 def read_consts(source: str) -> dict[str, int]:
@@ -212,23 +215,26 @@ def _error_with_line(log: str, files: dict[str, str], name: str) -> str:
 
 def compile_source(source: str, name: str, arch: str = "sm_90a", options: tuple = ()) -> Build:
     """Compile CUDA source to a cubin for `arch`, cached on disk by source, options and NVRTC version."""
-    nvrtc, version = _nvrtc()
+    nvrtc, version = _nvrtc(), nvrtc_version()
     opts = (f"-arch={arch}", *BASE_OPTIONS, *options, *(f"-I{d}" for d in _include_dirs()))
     headers = local_headers(source)  # handed to NVRTC by name, and part of the cache key
     key = hashlib.sha256(repr((source, sorted(headers.items()), opts, version)).encode()).hexdigest()[:24]
     cubin = CACHE / f"{Path(name).stem}-{arch}-{key}.cubin"
     logfile = cubin.with_suffix(".log")
     if not (cubin.exists() and logfile.exists()):
-        prog = nvrtc.createProgram(source, name, [h.encode() for h in headers.values()], [n.encode() for n in headers])
+        prog = _call(nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), len(headers),
+                     [h.encode() for h in headers.values()], [n.encode() for n in headers])
         try:
-            try:
-                nvrtc.compileProgram(prog, list(opts))
-            except nvrtc.NVRTCError:
-                log = nvrtc.getProgramLog(prog)
-                raise CompileError(_error_with_line(log, {name: source, **headers}, name)) from None
-            data, log = _cubin_bytes(prog), nvrtc.getProgramLog(prog)
+            # NVRTC 12.9+ keeps a cache of its own (where a driver is installed); a hit skips ptxas, and with it
+            # the `-v` report the resources come from. Ours is the cache that counts: NVRTC's is turned off,
+            # outside the key, since it changes no output.
+            own = (*opts, "--no-cache") if version >= (12, 9) else opts
+            err, = nvrtc.nvrtcCompileProgram(prog, len(own), [o.encode() for o in own])
+            if err.value:
+                raise CompileError(_error_with_line(_log(prog) or err.name, {name: source, **headers}, name))
+            data, log = _fetch(prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN), _log(prog)
         finally:
-            nvrtc.destroyProgram(prog)
+            nvrtc.nvrtcDestroyProgram(prog)
         CACHE.mkdir(parents=True, exist_ok=True)
         _atomic_write(cubin, data)
         _atomic_write(logfile, log.encode())

@@ -4,8 +4,9 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import os
-import subprocess
 from dataclasses import asdict, dataclass
+
+from .build import nvrtc_version
 
 REPLAY_ENV = "GEMM_LADDER_REPLAY"  # set to 1 to replay even where a GPU is present
 
@@ -39,13 +40,24 @@ class Device:
                 "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
 
 
-def _smi(query: str) -> str | None:
+def _nvml_read(fn, *args):
+    """One NVML query, as str or int, or None where NVML or the query is not available."""
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() if out.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired):
+        value = fn(*args)
+    except Exception:  # noqa: BLE001 - a field we cannot read is recorded as unknown
         return None
+    return value.decode() if isinstance(value, bytes) else value  # older nvidia-ml-py returns bytes
+
+
+def _driver_and_clocks() -> tuple[str, int | None, int | None]:
+    """Driver version ("580.159.04"), max SM clock and max memory clock (MHz) from NVML."""
+    got = _nvml()
+    if got is None:
+        return "unknown", None, None
+    nv, h = got
+    return (_nvml_read(nv.nvmlSystemGetDriverVersion) or "unknown",
+            _nvml_read(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
+            _nvml_read(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM))
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,28 +65,28 @@ def device() -> Device | None:
     """The first CUDA device, or None when there is none (or CuPy cannot reach one)."""
     try:
         import cupy
-        from cupy.cuda import nvrtc, runtime
+        from cupy.cuda import runtime
         if runtime.getDeviceCount() < 1:
             return None
         props = runtime.getDeviceProperties(0)
         attr = runtime.deviceGetAttribute
     except Exception:  # noqa: BLE001 - no driver, no device, no CuPy: all mean "no GPU here"
         return None
-    smi = (_smi("driver_version,clocks.max.sm,clocks.max.mem") or ",,").split(",")
+    driver, sm_clock, mem_clock = _driver_and_clocks()
     ver = lambda v: f"{v // 1000}.{v % 1000 // 10}"  # noqa: E731  12040 -> "12.4"
     return Device(
         name=props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"]),
         cc=(props["major"], props["minor"]),
         sms=props["multiProcessorCount"],
         l2_bytes=props["l2CacheSize"],
-        smem_optin_bytes=attr(97, 0),  # cudaDevAttrMaxSharedMemoryPerBlockOptin
-        sm_clock_max_mhz=int(smi[1]) if smi[1].strip().isdigit() else None,
-        mem_clock_max_mhz=int(smi[2]) if smi[2].strip().isdigit() else None,
-        driver=smi[0].strip() or "unknown",
+        smem_optin_bytes=attr(runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+        sm_clock_max_mhz=sm_clock,
+        mem_clock_max_mhz=mem_clock,
+        driver=driver,
         cuda_driver_api=ver(runtime.driverGetVersion()),
         cuda_runtime=ver(runtime.runtimeGetVersion()),
         cupy=cupy.__version__,
-        nvrtc=".".join(map(str, nvrtc.getVersion())),
+        nvrtc=".".join(map(str, nvrtc_version())),
     )
 
 
@@ -162,3 +174,17 @@ def sample_clock_power() -> tuple[float, float | None] | None:
         except Exception:  # noqa: BLE001
             pass
     return clock, power
+
+
+def max_active_clusters(kernel_ptr: int, grid_x: int, threads: int, smem_bytes: int) -> int:
+    """How many clusters of a loaded kernel (its CUfunction as an int) the GPU runs at once, by the driver's count."""
+    from cuda.bindings import driver
+    cfg = driver.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid_x, 1, 1
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
+    cfg.sharedMemBytes = smem_bytes  # no launch attributes: the cluster shape is the kernel's __cluster_dims__
+    err, count = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(kernel_ptr), cfg)
+    if err != driver.CUresult.CUDA_SUCCESS or count < 1:
+        raise RuntimeError(f"The driver cannot place this kernel (cuOccupancyMaxActiveClusters returned {err.name}, "
+                           f"{count} clusters) with {threads} threads and {smem_bytes} bytes of shared memory a block.")
+    return count
