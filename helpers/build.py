@@ -140,15 +140,27 @@ def _log(prog) -> str:
     return _fetch(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(errors="replace")
 
 
+def _python_expr(expr: str) -> str:
+    """A C integer expression as Python: `/` truncates (every operand here is non-negative), `c ? a : b` nests."""
+    expr = expr.replace("/", "//")
+    if "?" in expr:
+        cond, rest = expr.split("?", 1)
+        a, b = rest.split(":", 1)
+        return f"(({_python_expr(a)}) if ({cond}) else ({_python_expr(b)}))"
+    return expr
+
+
 def read_consts(source: str) -> dict[str, int]:
-    """The `constexpr int NAME = <expr>;` lines of a kernel, evaluated in order (tile sizes, thread counts)."""
+    """The `constexpr int NAME = <expr>;` lines of a kernel, evaluated in order (tile sizes, thread counts). One
+    the course cannot evaluate stops the build, in one sentence: the registry and the chapters rely on them all."""
     consts: dict[str, int] = {}
     for name, expr in re.findall(r"^constexpr\s+int\s+(\w+)\s*=\s*([^;]+);", source, re.M):
-        expr = re.sub(r"//.*", "", expr)
+        expr = re.sub(r"//.*", "", expr).strip()
         try:
-            consts[name] = int(eval(expr.replace("/", "//"), {"__builtins__": {}}, dict(consts)))
-        except Exception:  # noqa: BLE001 - a constant we cannot evaluate is simply not reported
-            pass
+            consts[name] = int(eval(_python_expr(expr), {"__builtins__": {}}, dict(consts)))
+        except Exception as e:  # noqa: BLE001 - whatever went wrong, the reader needs the line
+            raise CompileError(f"`constexpr int {name} = {expr};` could not be evaluated ({type(e).__name__}: {e}); "
+                               f"write it with integers, earlier constants, + - * / and ?: only.") from None
     return consts
 
 

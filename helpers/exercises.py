@@ -8,6 +8,8 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .hardware import (FFMA_FLOP_PER_CLK, KIB, MAX_SM_CLOCK_HZ, REGISTER_FILE, SCHEDULERS, SMEM_BYTES_PER_CLK,
+                       SMEM_PER_BLOCK_OPTIN, SMS, TENSOR_FLOP_PER_CLK, WARP)
 from .playground import source
 
 
@@ -56,8 +58,6 @@ def _ch10(x: dict) -> dict:
 
 # ---- predict, then measure: a napkin number from the kernels' constexprs, held against this run's measurement ----
 
-H100_SMS, H100_BOOST_HZ = 132, 1.98e9  # what chapter 03's napkin converts cycles with (datasheet, not measured)
-SCHEDULERS = 4                         # warp schedulers per SM
 INSTRUCTIONS_PER_COPY = 10             # chapter 07's upper end: a cp.async's LDGSTS and nine integer instructions
 
 
@@ -74,11 +74,11 @@ def _l2_cap(x: dict) -> float:
 
 def _ldmatrix_ceiling(x: dict) -> float:
     """Chapter 03: the unswizzled rung's shared-memory ceiling (TFLOP/s). One k tile's FLOP (its mma.sync) over
-    the wavefronts of its ldmatrix.x4 (4 phases each, at the row-major layout's conflict degree) and its stores."""
+    the wavefronts of its ldmatrix.x4 (4 phases each, at the row-major layout's conflict degree) and its stores,
+    at the SM clock chapter 03 converts with (the recorded H100's highest)."""
     from .explore import conflict_degree
-    from .figures import SMEM_BYTES_PER_CLK
     c = _consts("03_mma_sync")
-    warps, steps = c["THREADS"] // 32, c["BK"] // 16
+    warps, steps = c["THREADS"] // WARP, c["BK"] // 16
     x4 = {"A": c["WM"] // 16, "B": c["WN"] // 16}   # per warp and k step; a .trans load covers two n8 tiles
     mma = (c["WM"] // 16) * (c["WN"] // 8)         # m16n8k16 per warp and k step
     degree = {"A": conflict_degree("A", "row-major", (c["BM"], c["BK"])),
@@ -86,16 +86,16 @@ def _ldmatrix_ceiling(x: dict) -> float:
     wavefronts = sum(warps * steps * x4[op] * 4 * degree[op] for op in "AB")
     wavefronts += (c["BM"] + c["BN"]) * c["BK"] * 2 / SMEM_BYTES_PER_CLK
     flop = warps * steps * mma * 2 * 16 * 8 * 16
-    return flop / wavefronts * H100_SMS * H100_BOOST_HZ / 1e12
+    return flop / wavefronts * SMS * MAX_SM_CLOCK_HZ / 1e12
 
 
 def _smem_bound_speedup(x: dict) -> float:
     """Chapter 06: the wide rung's rate over the narrow one's if shared memory were the only limit: each runs at
     min(1, tensor clocks / shared-memory clocks) of the same peak (the chapter's fig_smem_budget)."""
-    from .figures import SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK, _wgmma_smem_bytes
+    from .figures.ch06 import wgmma_smem_bytes
 
     def share(rung_id: str) -> float:
-        flop, reads, writes = _wgmma_smem_bytes(_consts(rung_id))
+        flop, reads, writes = wgmma_smem_bytes(_consts(rung_id))
         return min(1.0, flop / TENSOR_FLOP_PER_CLK / ((reads + writes) / SMEM_BYTES_PER_CLK))
     return share("06_wgmma_wide") / share("06_wgmma_m64n64")
 
@@ -103,10 +103,9 @@ def _smem_bound_speedup(x: dict) -> float:
 def _issue_speedup(x: dict) -> float:
     """Chapter 07, the napkin's upper end: rung 06's copies are issue cycles the tensor cores sit idle through, on
     top of a k tile's math; rung 07 removes them. Two warps share a scheduler, so their copies add up."""
-    from .figures import TENSOR_FLOP_PER_CLK
     c6, c7 = _consts("06_wgmma_wide"), _consts("07_tma")
     tile = 2 * c7["BM"] * c7["BN"] * c7["BK"] / TENSOR_FLOP_PER_CLK
-    idle = c6["THREADS"] // 32 // SCHEDULERS * (c6["A_LOADS"] + c6["B_LOADS"]) * INSTRUCTIONS_PER_COPY
+    idle = c6["THREADS"] // WARP // SCHEDULERS * (c6["A_LOADS"] + c6["B_LOADS"]) * INSTRUCTIONS_PER_COPY
     return (tile + idle) / tile
 
 
@@ -229,15 +228,15 @@ def _expected(chapter: str, x: dict) -> dict:
         return {1: max(pairs, key=lambda p: p[1].tflops / p[0].tflops)[1].rung,
                 2: waves(12288, 12288, 256, 256, x["clusters"])["tiles"]}
     table = {
-        "00": lambda: {1: x["ffma"] / x["hbm"], 2: 132 * 4 * 32 * 2 * 1.6 / 1e3},
+        "00": lambda: {1: x["ffma"] / x["hbm"], 2: SMS * FFMA_FLOP_PER_CLK * 1.6 / 1e3},
         "01": lambda: {1: 2 * 64 * 256 / (4 * (64 + 256)), 2: 4 / 64},
         "02": lambda: {1: 2 * 128 * 128 / (2 * (128 + 128)), 2: x["l2"] * 8},
         "03": lambda: {1: int(mma_fragment("C")[0][13, 6]), 2: 64 // 16 + 64 // 16},
         "04": lambda: {2: conflict_degree("A", "row-major", (64, 64))},
-        "05": lambda: {1: 3 * (128 * 64 + 64 * 128) * 2, 2: 65536 // (168 * 256)},
+        "05": lambda: {1: 3 * (128 * 64 + 64 * 128) * 2, 2: REGISTER_FILE // (168 * 256)},
         "06": lambda: {1: wgmma_desc_encode(0x4000 + 2 * 32), 2: 256 // 2},
         "07": lambda: {1: (128 * 64 + 128 * 64) * 2, 2: (9 // 4) & 1},
-        "08": lambda: {1: 2 * (16 // 7), 2: (227 * 1024 - 2048) // ((128 * 64 + 256 * 64) * 2)},
+        "08": lambda: {1: 2 * (16 // 7), 2: (SMEM_PER_BLOCK_OPTIN - 2 * KIB) // ((128 * 64 + 256 * 64) * 2)},
         "09": lambda: {1: max(v for v in range(24, 257, 8) if register_budget(24, v, 3)["fits"]),
                        2: launch_registers(384)},
     }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .hardware import MAX_THREADS_PER_SM, REGISTER_FILE, SMEM_PER_SM
+
 # ---- mma.sync.m16n8k16 fragments -------------------------------------------------------------------------
 
 SHAPES = {"A": (16, 16), "B": (16, 8), "C": (16, 8)}
@@ -233,9 +235,6 @@ def mbarrier_countdown(expect_tx: int, copies: list[int], arrivals: int = 1) -> 
     return events
 
 
-REGISTER_FILE = 65536  # 32-bit registers per SM on Hopper
-
-
 def launch_registers(threads: int, file: int = REGISTER_FILE) -> int:
     """What ptxas may give each thread under __launch_bounds__(threads, 1): the file split evenly, rounded down to
     the allocation step of 8 registers (a warp gets them in chunks of 8 x 32)."""
@@ -255,8 +254,8 @@ def register_budget(producer: int, consumer: int, consumers: int = 2, launch_reg
             "start_cap": launch_regs, "threads": threads}
 
 
-def blocks_per_sm(registers: int, threads: int, smem_bytes: int = 0, smem_per_sm: int = 228 * 1024,
-                  max_threads: int = 2048) -> dict:
+def blocks_per_sm(registers: int, threads: int, smem_bytes: int = 0, smem_per_sm: int = SMEM_PER_SM,
+                  max_threads: int = MAX_THREADS_PER_SM) -> dict:
     """How many blocks of a kernel fit on one SM at once, and which resource decides. Registers are allocated per
     warp in chunks of 8 per thread (256 per warp), so 130 registers cost as much as 136."""
     per_warp = -(-registers // 8) * 8 * 32

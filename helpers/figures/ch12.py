@@ -1,4 +1,4 @@
-"""Conceptual figures for chapter 12 (FP8), each drawn from the models in helpers/fp8.py and, for the ring stage,
+"""Chapter 12 (FP8): conceptual figures, each drawn from the models in helpers/fp8.py and, for the ring stage,
 from rung 10's own constants (`build("10_beyond_cublas").consts`). Each `fig_*` takes an optional Axes and returns
 the Axes it drew on.
 
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import formats, fp8
-from .figures import KIB, TENSOR_FLOP_PER_CLK, _axes, _clean
+from .. import formats, fp8
+from ..hardware import KIB, TENSOR_FLOP_PER_CLK
+from .common import A_COLOUR, B_COLOUR, axes, clean
 
 FIELD_COLOURS = {"sign": "0.55", "exponent": "tab:blue", "mantissa": "tab:orange"}
 FORMAT_COLOURS = {"e4m3": "tab:purple", "e5m2": "tab:green", "bf16": "tab:gray"}
@@ -39,7 +40,7 @@ def fig_fp8_bit_layouts(ax=None):
     """One row per format, one box per bit (sign, exponent, mantissa), and beside it what those widths give:
     the exponent bias, the largest finite value, the smallest normal and subnormal, and the relative step."""
     from matplotlib.patches import Patch, Rectangle
-    ax = _axes(ax, (14.0, 4.2))
+    ax = axes(ax, (14.0, 4.2))
     names = ("bf16", "e4m3", "e5m2")
     for row, name in enumerate(names):
         f = formats.spec(name)
@@ -70,7 +71,7 @@ def fig_fp8_number_line(ax=None):
     one up. Flat among the subnormals (a fixed step), then a staircase that doubles every binade, so the gap stays
     a fixed fraction of the value: 2^-3 to 2^-4 for e4m3, 2^-2 to 2^-3 for e5m2. Ticks along the bottom: the values
     themselves."""
-    ax = _axes(ax, (12.0, 5.2))
+    ax = axes(ax, (12.0, 5.2))
     for lane, name in enumerate(("e4m3", "e5m2")):
         f, colour = formats.spec(name), FORMAT_COLOURS[name]
         g = formats.grid(name)
@@ -95,7 +96,7 @@ def fig_fp8_number_line(ax=None):
     ax.set(xscale="log", yscale="log", xlabel="representable value (log); ticks at the bottom: one per value",
            ylabel="gap to the next value up (log)", ylim=(e5.min_subnormal / 60, e5.max_finite * 20))
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.93))
-    _clean(ax)
+    clean(ax)
     ax.set_title(f"Every positive FP8 value: the gap doubles each binade, so precision is relative; e5m2 keeps half "
                  f"the values per binade and reaches 2^{np.log2(e5.max_finite / e4.max_finite):.0f} further "
                  f"at both ends", fontsize=10)
@@ -107,7 +108,7 @@ def fig_fp8_scaling(ax=None, demo: fp8.ScalingDemo | None = None, seed: int = 0)
     after dividing by the per-tensor scale, against e4m3's zones: flushed to zero, subnormal, normal, saturated."""
     d = demo if demo is not None else fp8.scaling_demo(np.random.default_rng(seed))
     f = formats.spec(d.fmt)
-    ax = _axes(ax, (12.0, 5.2))
+    ax = axes(ax, (12.0, 5.2))
     mag = np.abs(d.data[d.data != 0]).astype(np.float64)
     scaled = mag / d.scaled.scale
     lo = min(mag.min(), scaled.min(), f.min_subnormal) / 4
@@ -135,7 +136,7 @@ def fig_fp8_scaling(ax=None, demo: fp8.ScalingDemo | None = None, seed: int = 0)
     rows, k = d.data.shape
     ax.legend(fontsize=8.5, loc="upper left", bbox_to_anchor=(0.0, -0.13), frameon=False,
               title=f"{rows} x {k} values; error of {rows} dot products of length {k}", title_fontsize=8)
-    _clean(ax)
+    clean(ax)
     ax.set_title(f"Per-tensor scaling slides the histogram until amax lands on {_num(f.max_finite)}: the outliers "
                  f"stop saturating, the bulk moves toward the subnormals", fontsize=10)
     return ax
@@ -146,20 +147,21 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
     FP8 stage (checked against its kernel too), which keeps every box row at 128 bytes: BK doubles to 128, the bytes stay 48 KiB, the FLOP double. The
     FP8 tensor rate doubles too, so both stages last the same number of clocks at peak."""
     from matplotlib.patches import Patch
-    from .build import build
+    from ..build import build
     c = build(rung_id).consts
-    rows = [("bf16", fp8.stage(c["BM"], c["BN"], c["BK"], 2), TENSOR_FLOP_PER_CLK),
-            ("e4m3", fp8.stage(c["BM"], c["BN"], fp8.SWIZZLE_ROW, 1), fp8.FP8_RATE * TENSOR_FLOP_PER_CLK)]
+    bf16, e4m3 = formats.ITEMSIZE["bf16"], formats.ITEMSIZE["e4m3"]
+    rows = [("bf16", fp8.stage(c["BM"], c["BN"], c["BK"], bf16), TENSOR_FLOP_PER_CLK),
+            ("e4m3", fp8.stage(c["BM"], c["BN"], fp8.SWIZZLE_ROW, e4m3), fp8.FP8_RATE * TENSOR_FLOP_PER_CLK)]
     c8 = build("12_fp8").consts
     for (_, s, _), k in zip(rows, (c, c8)):
         if s["bytes"] != k["STAGE_BYTES"] or s["bk"] != k["BK"]:
             raise ValueError(f"the stage model gives {s['bytes']} B and BK = {s['bk']}, but the kernel has "
                              f"STAGE_BYTES = {k['STAGE_BYTES']} and BK = {k['BK']}: update fp8.stage to the kernel")
-    ax = _axes(ax, (12.0, 3.6))
+    ax = axes(ax, (12.0, 3.6))
     for y, (name, s, rate) in enumerate(rows):
         a, b = s["a_bytes"] / KIB, s["b_bytes"] / KIB
-        ax.barh(y, a, color="tab:cyan", edgecolor="white", height=0.55)
-        ax.barh(y, b, left=a, color="tab:orange", edgecolor="white", height=0.55)
+        ax.barh(y, a, color=A_COLOUR, edgecolor="white", height=0.55)
+        ax.barh(y, b, left=a, color=B_COLOUR, edgecolor="white", height=0.55)
         ax.text(a / 2, y, f"A [{c['BM']}, {s['bk']}]\n{a:.0f} KiB", ha="center", va="center", fontsize=8)
         ax.text(a + b / 2, y, f"B [{c['BN']}, {s['bk']}]\n{b:.0f} KiB", ha="center", va="center", fontsize=8)
         ax.text(a + b + 1.5, y,
@@ -171,9 +173,9 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
     ax.set_yticklabels([f"{rung_id}\n(bf16)", "12_fp8\n(e4m3)"], fontsize=9)
     ax.set(xlim=(0, 120), ylim=(len(rows) - 0.5, -0.5), xlabel="KiB per ring stage")
     ax.set_xticks(range(0, 49, 8))
-    ax.legend(handles=[Patch(color="tab:cyan", label="A box"), Patch(color="tab:orange", label="B box")],
+    ax.legend(handles=[Patch(color=A_COLOUR, label="A box"), Patch(color=B_COLOUR, label="B box")],
               fontsize=8, loc="lower right", frameon=False)
-    _clean(ax)
+    clean(ax)
     ax.set_title(f"Same {c['STAGE_BYTES'] // KIB} KiB stage, twice the k: FP8 doubles the FLOP per byte, and its "
                  f"doubled tensor rate spends them in the same clocks", fontsize=10)
     return ax

@@ -1,0 +1,64 @@
+"""The H100 SXM5 facts the napkins, figures, explorers and exercises use, each defined here once with its source:
+the datasheet and the Hopper whitepaper, the CUDA C++ Programming Guide and the PTX ISA, or the recorded run
+(results/nvidia-h100-80gb-hbm3.json). A leaf: it imports nothing from helpers, so any module can import it.
+tests/test_hardware.py checks that no other module types these facts and that they agree with each other and with
+the recorded H100."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+KIB = 1024                     # bytes; what the CUDA documentation's "KB" of shared memory means
+
+# ---- the recorded H100 ------------------------------------------------------------------------------------------
+
+# The file the book's outputs were recorded from (helpers.results.REFERENCE; the test holds the two paths equal).
+# Read here, not typed, so a fact the machine reported about itself has one source.
+RECORDED = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3.json"
+
+
+def recorded_env() -> dict:
+    """What the recorded H100 said about itself (nvidia-smi and the driver), from its ceilings' first entry."""
+    return next(iter(json.loads(RECORDED.read_text())["ceilings"].values()))["env"]
+
+
+# measured: results/nvidia-h100-80gb-hbm3.json env "sm_clock_max_mhz", the highest SM clock nvidia-smi reports
+# (1,980 MHz, also the datasheet's boost clock, at which its FP32 66.9 TFLOP/s is quoted). The clock chapters 00, 03
+# and 04 convert cycles and issue rates with; the tensor-core peak is quoted at TENSOR_BOOST_HZ instead.
+MAX_SM_CLOCK_HZ = recorded_env()["sm_clock_max_mhz"] * 1e6
+
+# ---- the chip -----------------------------------------------------------------------------------------------------
+
+SMS = 132                      # datasheet, H100 SXM5; equal to the recorded env's "sms"
+TENSOR_FLOP_PER_CLK = 4096     # Hopper whitepaper: dense BF16 (and FP16) FLOP per SM per clock, twice the A100 SM's
+TENSOR_BOOST_HZ = 1.83e9       # Hopper whitepaper, table 3: the boost clock H100 SXM5's tensor-core peaks are quoted
+                               # at: 132 SMs x 4,096 FLOP x 1.83 GHz = the datasheet's dense BF16 989.4 TFLOP/s
+DENSE_BF16_FLOPS = 989.4e12    # datasheet, H100 SXM5: dense BF16 tensor-core peak (1,979 TFLOP/s is with sparsity)
+FP32_FLOPS = 66.9e12           # datasheet, H100 SXM5: FP32 peak (FFMA on the CUDA cores)
+FP32_LANES = 128               # Hopper whitepaper: FP32 cores per SM, 32 in each of its 4 sub-partitions
+FLOP_PER_FMA = 2               # a fused multiply-add counts as a multiply and an add
+FFMA_FLOP_PER_CLK = FP32_LANES * FLOP_PER_FMA   # 256 FP32 FLOP per SM per clock
+SCHEDULERS = 4                 # Hopper whitepaper: 4 SM sub-partitions, each with its own warp scheduler
+
+# ---- threads and registers (CUDA C++ Programming Guide, compute capability 9.0; PTX ISA) ---------------------------
+
+WARP = 32                      # PTX ISA: WARP_SZ, threads per warp
+WARPGROUP = 4 * WARP           # PTX ISA: a warpgroup is 4 contiguous warps (what one wgmma runs on)
+MAX_THREADS_PER_SM = 2048      # programming guide: resident threads per SM
+MAX_WARPS_PER_SM = MAX_THREADS_PER_SM // WARP   # 64 resident warps per SM
+REGISTER_FILE = 65536          # programming guide: 32-bit registers per SM (64 K)
+MAX_REGS_PER_THREAD = 255      # programming guide: registers one thread can address (R0-R254; R255 reads as RZ)
+
+# ---- memory -------------------------------------------------------------------------------------------------------
+
+SECTOR_BYTES = 32              # programming guide: L1 and L2 move global memory in 32-byte sectors
+CHUNK = 16                     # PTX ISA: one ldmatrix row address, one core-matrix row (8 b16), the largest cp.async
+SMEM_PER_SM = 228 * KIB        # programming guide: shared memory per SM
+SMEM_PER_BLOCK_OPTIN = 227 * KIB   # programming guide: what one block may opt in to; the recorded env's
+                                   # "smem_optin_bytes" says the same
+SMEM_RESERVED_PER_BLOCK = 1 * KIB  # programming guide: shared memory the system reserves for each resident block
+SMEM_BANKS = 32                # programming guide: shared memory has 32 banks ...
+BANK_BYTES = 4                 # ... each serving one 4-byte word per wavefront
+WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES   # 128 bytes: the most one wavefront serves
+SLOTS = WAVEFRONT_BYTES // CHUNK            # 8 slots of 16 bytes (4 banks each): two chunks in one slot conflict
+SMEM_BYTES_PER_CLK = WAVEFRONT_BYTES        # napkin assumption: one wavefront per clock per SM, reads and writes alike
