@@ -374,29 +374,52 @@ def measure_hmma_peak(iters: int = 1 << 12) -> Reading:
 
 
 def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seconds: float = 1.5,
-                       dtype: str = "bf16") -> Reading:
+                       dtype: str = "bf16", n: int = 256) -> Reading:
     """wgmma m64n256 throughput in TFLOP/s (k16 BF16, or k32 e4m3 with dtype="e4m3"), two warpgroups per SM on one
     resident shared tile, held for about `seconds` so the clock settles where the 700 W cap puts it. Zero operands
     draw less power than random ones, so they run at a higher clock: `random_operands=True` is the ceiling a real
     GEMM can reach."""
     import cupy as cp
-    pid, k_step = {"bf16": ("hgmma_peak", 16), "e4m3": ("qgmma_peak", 32)}[dtype]
+    pid, k_step = {("bf16", 256): ("hgmma_peak", 16), ("bf16", 128): ("hgmma_n128", 16),
+                   ("bf16", 64): ("hgmma_n64", 16), ("e4m3", 256): ("qgmma_peak", 32)}[dtype, n]
     fn, threads = _probe_fn(pid)
     group = kernel(pid).consts["HGMMA_GROUP"]
     blocks = require_live(probe(pid).needs_cc).sms  # 256 threads, ~150 registers: one block per SM
     sink = cp.empty(blocks * threads, cp.float32)
-    words = (64 + 256) * 128 // 4  # the A and B tiles, 128 bytes per row, as 32-bit words
+    words = (64 + n) * 128 // 4  # the A and B tiles, 128 bytes per row, as 32-bit words
     values = 4 * words // np.dtype(cp_dtype(dtype)).itemsize  # random values, as a GEMM's operands hold
     operands = (random_inputs(dtype, 1, values, 1)[1].view(cp.uint32).reshape(-1)[:words].copy()
                 if random_operands else None)
     ptr = operands if operands is not None else np.uint64(0)
     run = lambda: fn((blocks,), (threads,), (sink, np.int32(iters), ptr))  # noqa: E731
-    flop = 2.0 * 64 * 256 * k_step * group * iters * blocks * threads // 128
+    flop = 2.0 * 64 * n * k_step * group * iters * blocks * threads // 128
     end = time.perf_counter() + seconds / 3
     while time.perf_counter() < end:  # a third of the time under load first: the clock sags, then settles
         run()
         cp.cuda.runtime.deviceSynchronize()
     return _rate(run, flop, batch_ms=1e3 * seconds / 1.5 / ROUNDS)
+
+
+def measure_tma_l2_read(fraction_of_l2: float = 0.4, batch_ms: float = BATCH_MS) -> Reading:
+    """L2 -> shared memory through TMA in TB/s (bytes landed in shared memory): every SM's CTA keeps TMA_STAGES
+    boxes in flight from a buffer of `fraction_of_l2` of the L2, as the TMA rungs' producers do, minus the math."""
+    import cupy as cp
+    from .tma import tensor_map_2d
+    kern = kernel("tma_l2_read")
+    fn, c = kern.function(), kern.consts
+    dev = require_live(kern.item.needs_cc)
+    boxes = int(dev.l2_bytes * fraction_of_l2) // c["TMA_BOX_BYTES"]
+    src = cp.ones((boxes * c["TMA_BOX_ROWS"], 64), cp.uint16)  # 64 bf16 a row, 128 bytes: one swizzle atom wide
+    tmap = tensor_map_2d(src, c["TMA_BOX_ROWS"], 64, dtype="bf16")
+    smem = c["TMA_STAGES"] * c["TMA_BOX_BYTES"]
+    fn.max_dynamic_shared_size_bytes = smem
+    loads = max(4 * c["TMA_STAGES"], int(batch_ms * 1e-3 * 8e12 / (dev.sms * c["TMA_BOX_BYTES"])))  # ~batch_ms at 8 TB/s
+    sink = cp.zeros(dev.sms, cp.uint32)
+    got = _rate(lambda: fn((dev.sms,), (32,), (tmap, np.int32(boxes), np.int32(loads), sink), shared_mem=smem),
+                float(dev.sms) * loads * c["TMA_BOX_BYTES"])
+    if not bool((sink == 0x00010001).all()):  # two uint16 ones read as one 32-bit word: a box landed
+        raise RuntimeError("the TMA probe's boxes did not land in shared memory: its bandwidth would be meaningless")
+    return got
 
 
 def measure_cublas(dtype: str, n: int) -> Reading:
@@ -474,6 +497,6 @@ def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5
     return Reading(got.sm_clock_mhz, got.sm_clock_mhz, got.power_w)
 
 
-__all__ = ["BenchResult", "Reading", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read",
+__all__ = ["BenchResult", "Reading", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read", "measure_tma_l2_read",
            "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "back_to_back", "time_sustained",
            "sm_clock_under_load"]

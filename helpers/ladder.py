@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 
 from . import results
 from .bench import (METHOD, Reading, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
-                    measure_hgmma_peak, measure_hmma_peak, measure_l2_read, sm_clock_under_load)
+                    measure_hgmma_peak, measure_hmma_peak, measure_l2_read, measure_tma_l2_read, sm_clock_under_load)
 from .check import check
 from .formats import FP8
 from .gpu import device, why_not_live
@@ -222,12 +222,18 @@ def replay(r: Rung | str, m: int, n: int | None = None, k: int | None = None,
 CEILINGS = {
     # id: (what it is, unit, how to measure it live)
     "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
-    "l2_read": ("L2 read bandwidth", "TB/s", measure_l2_read),
+    "l2_read": ("L2 read bandwidth through LDG (.cg): the load path of rungs 01-06", "TB/s", measure_l2_read),
+    "tma_l2_read": ("L2 -> shared memory through TMA: the load path of rungs 07 on", "TB/s", measure_tma_l2_read),
     "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
     "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
     "hgmma_peak": ("BF16 wgmma (HGMMA) peak, zero operands (probe)", "TFLOP/s", measure_hgmma_peak),
     "hgmma_peak_random": ("BF16 wgmma (HGMMA) peak, random operands, sustained: the power-limited ceiling",
                           "TFLOP/s", lambda: measure_hgmma_peak(random_operands=True)),
+    # The shared-memory operand path: the same A bytes per wgmma for a half and a quarter of the FLOP.
+    "hgmma_n128_random": ("BF16 wgmma m64n128k16 from shared memory, random operands, sustained", "TFLOP/s",
+                          lambda: measure_hgmma_peak(random_operands=True, n=128)),
+    "hgmma_n64_random": ("BF16 wgmma m64n64k16 from shared memory, random operands, sustained", "TFLOP/s",
+                         lambda: measure_hgmma_peak(random_operands=True, n=64)),
     "qgmma_peak": ("FP8 e4m3 wgmma (QGMMA) peak, zero operands (probe)", "TFLOP/s",
                    lambda: measure_hgmma_peak(dtype="e4m3")),
     "qgmma_peak_random": ("FP8 e4m3 wgmma (QGMMA) peak, random operands, sustained: chapter 12's ceiling", "TFLOP/s",
@@ -242,7 +248,8 @@ CEILINGS = {
     "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
 }
 # Which probe a ceiling needs (for the GPU it can run on); cuBLAS runs anywhere.
-_PROBE_OF = {"hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak"}
+_PROBE_OF = {"hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak", "hgmma_n128_random": "hgmma_n128",
+             "hgmma_n64_random": "hgmma_n64"}
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,14 @@ PROBES: tuple[Probe, ...] = (
           sass_has=("HGMMA.64x256x16.F32.BF16",)),
     Probe("qgmma_peak", "wgmma (QGMMA) peak, FP8 e4m3", "probe_qgmma", unit="TFLOP/s", needs_cc=(9, 0),
           sass_has=("QGMMA.64x256x32.F32.E4M3.E4M3",)),
+    # The data paths the Hopper rungs use, each with its own probe: shared memory -> wgmma operands at narrower n
+    # (the same A bytes for less work), and L2 -> shared memory through TMA.
+    Probe("hgmma_n128", "wgmma m64n128k16 from shared memory, BF16", "probe_hgmma_n128", unit="TFLOP/s",
+          needs_cc=(9, 0), sass_has=("HGMMA.64x128x16.F32.BF16",)),
+    Probe("hgmma_n64", "wgmma m64n64k16 from shared memory, BF16", "probe_hgmma_n64", unit="TFLOP/s",
+          needs_cc=(9, 0), sass_has=("HGMMA.64x64x16.F32.BF16",)),
+    Probe("tma_l2_read", "L2 -> shared memory through TMA", "probe_tma_l2", needs_cc=(9, 0),
+          sass_has=("UTMALDG.2D", "SYNCS")),
 )
 
 

@@ -7,17 +7,30 @@
 //  probe_hgmma    wgmma peak: m64n256k16 BF16 on one resident shared tile, no global traffic (chapter 06):
 //                 zero operands (the tile is zero-filled), or random ones copied in once from global memory.
 //  probe_qgmma    the same with m64n256k32 e4m3 (chapter 12): the FP8 wgmma peak.
+//  probe_hgmma_n128, probe_hgmma_n64
+//                 the BF16 probe with narrower instructions: m64n128k16 and m64n64k16 read the same A bytes for a
+//                 half and a quarter of the FLOP, so where they fall short of probe_hgmma's rate, shared memory
+//                 cannot feed wgmma's operands any faster: the operand-path roof of chapter 06.
+//  probe_tma_l2   L2 -> shared memory through TMA: one thread per CTA keeps TMA_STAGES boxes in flight from a
+//                 buffer that fits in L2, with nothing consuming them: the load-path roof of the TMA rungs.
 //  probe_spin     not a ceiling: the timing harness launches it first, so the GPU stays busy while the host
 //                 queues the batch it times, and the CUDA events see GPU work only.
-// New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma (kernels/common/).  Requires: sm_80+, sm_90a for hgmma.
+// New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma, cp.async.bulk.tensor (kernels/common/).
+// Requires: sm_80+, sm_90 for tma, sm_90a for hgmma.
 #include "common/globaltimer.cuh"
+#include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
+#include "common/smem.cuh"
+#include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
 constexpr int THREADS = 256;  // block size of every probe
 constexpr int CHAINS = 8;     // independent FFMA chains per thread: enough to cover the FFMA latency
 constexpr int MMA_CHAINS = 8; // independent accumulators per warp for the mma.sync probe
 constexpr int HGMMA_GROUP = 4;  // wgmma per commit group in the wgmma probes (one 128-byte k tile)
+constexpr int TMA_BOX_ROWS = 256;  // a [256, 64] bf16 box: 32 KiB, rung 10's B tile
+constexpr int TMA_BOX_BYTES = TMA_BOX_ROWS * 128;
+constexpr int TMA_STAGES = 6;      // 192 KiB in flight per SM, as rung 10's four 48 KiB stages
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n4) {
@@ -68,29 +81,29 @@ probe_hmma(float* __restrict__ sink, int iters, unsigned seed) {
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 }
 
-// The wgmma probes' body: two warpgroups per block run back-to-back m64n256 wgmmas on one resident shared tile,
+// The wgmma probes' body: two warpgroups per block run back-to-back m64nN wgmmas on one resident shared tile,
 // no global traffic. FP8 = false: BF16, k16 per instruction (HGMMA); true: e4m3, k32 per instruction (QGMMA). A
 // k step is 32 bytes either way, so the tile, the descriptors and the 128-byte swizzle are the same for both.
-template <bool FP8>
+template <bool FP8, int N>
 __device__ __forceinline__ void wgmma_probe(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
     // wgmma exists only on sm_90a; elsewhere (an A100 measuring the other probes) these kernels are never launched.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // A [64, 128 bytes] and B [256, 128 bytes], 1024-byte aligned for the 128-byte swizzle; each wgmma is
-    // 2 * 64 * 256 * 16 = 524,288 FLOP in BF16 and twice that in FP8. The values do not change the instruction
+    // A [64, 128 bytes] and B [N, 128 bytes], 1024-byte aligned for the 128-byte swizzle; each wgmma is
+    // 2 * 64 * N * 16 FLOP in BF16 and twice that in FP8. The values do not change the instruction
     // count, but they change the power: zeros toggle almost no multiplier bits, so under the 700 W cap the clock
     // stays higher than on real data. `operands` (random values) gives the power-limited rate; nullptr, zeros.
-    __shared__ __align__(1024) unsigned tiles[(64 + 256) * 128 / 4];
-    for (int i = threadIdx.x; i < (64 + 256) * 128 / 4; i += THREADS) tiles[i] = operands ? operands[i] : 0u;
+    __shared__ __align__(1024) unsigned tiles[(64 + N) * 128 / 4];
+    for (int i = threadIdx.x; i < (64 + N) * 128 / 4; i += THREADS) tiles[i] = operands ? operands[i] : 0u;
     fence_proxy_async_shared_cta();  // ordinary stores, read next by wgmma through the async proxy
     __syncthreads();
     const unsigned a = smem_addr(tiles), b = a + 64 * 128;
-    float acc[128];
+    float acc[N / 2];
     wgmma_fence();
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
         for (int j = 0; j < HGMMA_GROUP; ++j) {
             if constexpr (FP8) wgmma_m64n256k32_e4m3(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
-            else wgmma_m64n256k16_bf16(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
+            else wgmma_m64nNk16_bf16<N>(acc, wgmma_desc(a + j * 32), wgmma_desc(b + j * 32), i + j > 0);
         }
         wgmma_commit_group();
         wgmma_wait_group<1>();  // one group stays in flight while the next is issued, as in a GEMM main loop
@@ -98,19 +111,55 @@ __device__ __forceinline__ void wgmma_probe(float* __restrict__ sink, int iters,
     wgmma_wait_group<0>();
     float s = 0.f;
 #pragma unroll
-    for (int j = 0; j < 128; ++j) s += acc[j];
+    for (int j = 0; j < N / 2; ++j) s += acc[j];
     sink[blockIdx.x * THREADS + threadIdx.x] = s;
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_hgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
-    wgmma_probe<false>(sink, iters, operands);
+    wgmma_probe<false, 256>(sink, iters, operands);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_hgmma_n128(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
+    wgmma_probe<false, 128>(sink, iters, operands);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_hgmma_n64(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
+    wgmma_probe<false, 64>(sink, iters, operands);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_qgmma(float* __restrict__ sink, int iters, const unsigned* __restrict__ operands) {
-    wgmma_probe<true>(sink, iters, operands);
+    wgmma_probe<true, 256>(sink, iters, operands);
+}
+
+// TMA from L2 into shared memory and nothing else: thread 0 of each CTA walks [TMA_BOX_ROWS, 64] bf16 boxes of a
+// [boxes * TMA_BOX_ROWS, 64] tensor that fits in L2, TMA_STAGES at a time, each slot's mbarrier counting its box's
+// bytes in. Neighbouring CTAs take neighbouring boxes, as a GEMM's tiles do. Launched with one warp per CTA and
+// TMA_STAGES * TMA_BOX_BYTES of dynamic shared memory; sink gets a word each CTA found in its last box.
+extern "C" __global__ void __launch_bounds__(32)
+probe_tma_l2(const __grid_constant__ TensorMap map, int boxes, int loads, unsigned* __restrict__ sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(1024) unsigned char ring[];  // TMA_STAGES boxes, 128-byte swizzled
+    __shared__ __align__(8) unsigned long long full[TMA_STAGES];
+    if (threadIdx.x != 0) return;
+    const unsigned base = smem_addr(ring);
+    for (int s = 0; s < TMA_STAGES; ++s) mbarrier_init(smem_addr(&full[s]), 1);
+    fence_mbarrier_init();
+    for (int i = 0; i < loads; ++i) {
+        const int s = i % TMA_STAGES;
+        const unsigned bar = smem_addr(&full[s]);
+        if (i >= TMA_STAGES) mbarrier_wait_parity(bar, (i / TMA_STAGES - 1) & 1);  // the slot's last box landed
+        mbarrier_arrive_expect_tx(bar, TMA_BOX_BYTES);
+        tma_load_2d(base + s * TMA_BOX_BYTES, &map, 0, (blockIdx.x + i * gridDim.x) % boxes * TMA_BOX_ROWS, bar);
+    }
+    for (int i = loads > TMA_STAGES ? loads - TMA_STAGES : 0; i < loads; ++i)
+        mbarrier_wait_parity(smem_addr(&full[i % TMA_STAGES]), (i / TMA_STAGES) & 1);
+    sink[blockIdx.x] = reinterpret_cast<const unsigned*>(ring)[((loads - 1) % TMA_STAGES) * TMA_BOX_BYTES / 4];
+#endif
 }
 
 // Busy-waits `ns` nanoseconds of GPU time on one warp. Launched on the stream just before a timed batch, it
