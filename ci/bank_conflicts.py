@@ -4,13 +4,11 @@
 
     python ci/bank_conflicts.py            (on the GPU host; ncu must be on PATH)
 """
-import csv
-import io
-import subprocess
-import sys
-
 from helpers import device, results
 from helpers.explore import kernel_conflict_degree
+# The generic runner and the details-page parser live in helpers.profile (every rung's profile runs ncu
+# through the same code); ci/crosscheck.py and tests/test_measure.py import them from here too.
+from helpers.profile import ncu_rows, parse_ncu_csv  # noqa: F401
 
 LDSM = ("smsp__inst_executed_op_ldsm.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
@@ -18,25 +16,6 @@ PIPES = ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_e
          "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
          "sm__warps_active.avg.pct_of_peak_sustained_active")
 RUN = "from helpers import check; import sys; print(check(sys.argv[1], int(sys.argv[2])))"
-
-
-def parse_ncu_csv(stdout: str) -> list[dict]:
-    """The metric rows of `ncu --csv` output as dicts (column name -> text), from its header line on: the program's
-    own prints and ncu's ==PROF== lines before it are skipped."""
-    rows = [r for r in csv.reader(io.StringIO(stdout)) if len(r) > 5]
-    first = next((i for i, r in enumerate(rows) if "Kernel Name" in r and "Metric Value" in r), None)
-    return [] if first is None else [dict(zip(rows[first], r)) for r in rows[first + 1:]]
-
-
-def ncu_rows(args: list, script: str, *script_args: str, timeout: int = 600) -> tuple[list[dict], str]:
-    """Run `python -c script script_args...` under Nsight Compute (the card's own clocks) with extra ncu `args`;
-    return its metric rows and the program's stdout. Fails in one sentence, with ncu's output, if there are none."""
-    out = subprocess.run(["ncu", "--csv", "--clock-control", "none", *args, sys.executable, "-c", script,
-                          *script_args], capture_output=True, text=True, timeout=timeout)
-    rows = parse_ncu_csv(out.stdout)
-    if not rows:
-        raise RuntimeError(f"ncu gave no metrics for {script_args}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    return rows, out.stdout
 
 
 def ncu(rung_id: str, n: int, metrics, script: str = RUN, kernels: str = "regex:^gemm_") -> dict:

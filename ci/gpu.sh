@@ -2,12 +2,18 @@
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
-#   (default: all of them; chapters 10 and 12 replay what `tune` records). A 10-minute call fits about half. Timed on
-#   the H100 on 2026-11-22 (run 03:29Z): tests 108 s, sanitize 193 s (every rung), ceilings 20 s, crosscheck 39 s, banks
-#   14 s, l2 109 s, ladder 134 s, tune 43 s, notebooks 277 s. So: `tests sanitize ceilings crosscheck banks l2` (490 s),
-#   then `ladder tune notebooks prune` (460 s), back to back (a machine idle for 30 s is given back) with one
-#   GEMM_LADDER_RUN, copying results/ back into the tree between calls. Leave MPLBACKEND unset for `notebooks`
-#   (ci/execute.py drops it). Logs and a tarball of the results and executed notebooks go to $OUT (or ./gpu-out).
+#   [profile] (default: all but `profile`; chapters 10 and 12 replay what `tune` records). A 10-minute call fits about
+#   half of the default steps. Timed on the H100 on 2026-11-22 (run 03:29Z): tests 108 s, sanitize 193 s (every rung),
+#   ceilings 20 s, crosscheck 39 s, banks 14 s, l2 109 s, ladder 134 s, tune 43 s, notebooks 277 s. So:
+#   `tests sanitize ceilings crosscheck banks l2` (490 s), then `ladder tune notebooks prune` (460 s), back to back
+#   (a machine idle for 30 s is given back) with one GEMM_LADDER_RUN, copying results/ back into the tree between
+#   calls. Leave MPLBACKEND unset for `notebooks` (ci/execute.py drops it). Logs and a tarball of the results and
+#   executed notebooks go to $OUT (or ./gpu-out).
+# `profile` (asked for by name only): an Nsight Compute profile of every main-path rung at N = 4096 and 8192 (python -m
+#   helpers profile: one ncu run per rung and size, recorded as it goes in results/ section "profiles"). Not timed yet:
+#   46 ncu runs of roughly 5 to 15 s each, 01_naive at 8192 the longest (2.2 s a launch, replayed once per pass). If
+#   it does not fit one call, split it with PROFILE_ARGS (e.g. PROFILE_ARGS="--n 4096", then "--n 8192") under the
+#   same GEMM_LADDER_RUN: a profile this run already took is reused, not taken again.
 # Every process shares one run id (GEMM_LADDER_RUN; set it yourself to continue a run across calls): a row or
 # ceiling measured once in the run is reused by every chapter, so the book shows one coherent set of numbers.
 set -uo pipefail
@@ -42,6 +48,8 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     ladder)   python3 -m helpers ladder --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
+    # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose
+    profile)  python3 -m helpers profile ${PROFILE_ARGS:---n 4096 8192} 2>&1 | tee "$LOGS/profile.log" || status=1 ;;
     *) echo "unknown step $step"; status=1 ;;
   esac
   echo "=== $step took $(( $(date +%s) - t0 )) s"

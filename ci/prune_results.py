@@ -10,13 +10,16 @@ from helpers import device, results
 
 TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timeline", "grids", "sustained", "variants",
          "accumulator")
+# Nsight Compute counters are kept whole (each entry names the run that measured it): ci/gpu.sh's `profile` step is
+# not among its default steps, so a run that did not take the profiles must not erase them.
+NCU = ("bank_conflicts", "profile", "l2_schedule", "profiles")
 
 if __name__ == "__main__":
     run = sys.argv[1]
     path = results.path_for(device().slug)
     data = results.load(path)
     for section in list(data):
-        if section not in TIMED and section not in ("bank_conflicts", "profile", "l2_schedule"):
+        if section not in TIMED and section not in NCU:
             print(f"dropped section {section} ({len(data[section])} entries): nothing reads it any more")
             del data[section]
             continue
