@@ -312,6 +312,7 @@ class Reading:
     sm_clock_mhz: float | None = None
     power_w: float | None = None
     iqr: tuple | None = None
+    detail: dict | None = None  # what else the probe found (e.g. every configuration a roof probe tried)
 
 
 def _probe_fn(probe_id: str):
@@ -400,26 +401,56 @@ def measure_hgmma_peak(random_operands: bool = False, iters: int = 1 << 13, seco
     return _rate(run, flop, batch_ms=1e3 * seconds / 1.5 / ROUNDS)
 
 
+# (box rows, ring slots, CTAs per SM): rung 10's 32 KiB boxes six deep, rung 08's 16 KiB boxes twelve deep, and both
+# split over two CTAs per SM, so the roof is the most the path delivered, not one schedule's share of it.
+TMA_SCHEDULES = ((256, 6, 1), (128, 12, 1), (256, 3, 2), (128, 6, 2))
+
+
 def measure_tma_l2_read(fraction_of_l2: float = 0.4, batch_ms: float = BATCH_MS) -> Reading:
-    """L2 -> shared memory through TMA in TB/s (bytes landed in shared memory): every SM's CTA keeps TMA_STAGES
-    boxes in flight from a buffer of `fraction_of_l2` of the L2, as the TMA rungs' producers do, minus the math."""
+    """L2 -> shared memory through TMA in TB/s (bytes landed in shared memory): every SM keeps boxes in flight from a
+    buffer of `fraction_of_l2` of the L2, as the TMA rungs' producers do, minus the math. The best of TMA_SCHEDULES;
+    `detail` holds each one's rate."""
     import cupy as cp
+    from .build import apply_config
     from .tma import tensor_map_2d
-    kern = kernel("tma_l2_read")
-    fn, c = kern.function(), kern.consts
-    dev = require_live(kern.item.needs_cc)
-    boxes = int(dev.l2_bytes * fraction_of_l2) // c["TMA_BOX_BYTES"]
-    src = cp.ones((boxes * c["TMA_BOX_ROWS"], 64), cp.uint16)  # 64 bf16 a row, 128 bytes: one swizzle atom wide
-    tmap = tensor_map_2d(src, c["TMA_BOX_ROWS"], 64, dtype="bf16")
-    smem = c["TMA_STAGES"] * c["TMA_BOX_BYTES"]
-    fn.max_dynamic_shared_size_bytes = smem
-    loads = max(4 * c["TMA_STAGES"], int(batch_ms * 1e-3 * 8e12 / (dev.sms * c["TMA_BOX_BYTES"])))  # ~batch_ms at 8 TB/s
-    sink = cp.zeros(dev.sms, cp.uint32)
-    got = _rate(lambda: fn((dev.sms,), (32,), (tmap, np.int32(boxes), np.int32(loads), sink), shared_mem=smem),
-                float(dev.sms) * loads * c["TMA_BOX_BYTES"])
-    if not bool((sink == 0x00010001).all()):  # two uint16 ones read as one 32-bit word: a box landed
-        raise RuntimeError("the TMA probe's boxes did not land in shared memory: its bandwidth would be meaningless")
-    return got
+    probe_ = probe("tma_l2_read")
+    dev = require_live(probe_.needs_cc)
+    rates = {}
+    for rows, stages, per_sm in TMA_SCHEDULES:
+        kern = kernel(probe_, apply_config(probe_.path.read_text(), {"TMA_BOX_ROWS": rows, "TMA_STAGES": stages}))
+        fn, box = kern.function(), kern.consts["TMA_BOX_BYTES"]
+        boxes = int(dev.l2_bytes * fraction_of_l2) // box
+        src = cp.ones((boxes * rows, 64), cp.uint16)  # 64 bf16 a row, 128 bytes: one swizzle atom wide
+        tmap = tensor_map_2d(src, rows, 64, dtype="bf16")
+        fn.max_dynamic_shared_size_bytes = smem = stages * box
+        ctas = dev.sms * per_sm
+        loads = max(4 * stages, int(batch_ms * 1e-3 * 8e12 / (ctas * box)))  # about batch_ms at 8 TB/s
+        sink = cp.zeros(ctas, cp.uint32)
+        got = _rate(lambda: fn((ctas,), (32,), (tmap, np.int32(boxes), np.int32(loads), sink), shared_mem=smem),
+                    float(ctas) * loads * box)
+        if not bool((sink == 0x00010001).all()):  # two uint16 ones read as one 32-bit word: a box landed
+            raise RuntimeError("the TMA probe's boxes did not land in shared memory: its bandwidth would be meaningless")
+        rates[f"{rows}x64 bf16 boxes, {stages} slots, {per_sm} CTA(s)/SM"] = got
+    best = max(rates.values(), key=lambda g: g.value)
+    return Reading(best.value, best.sm_clock_mhz, best.power_w, best.iqr,
+                   {name: round(g.value, 3) for name, g in rates.items()})
+
+
+# Working sets for the TMA path's curve, as fractions of L2. Rung 10 at N = 4096 keeps about 2.6 MB of distinct
+# operand tiles in flight across the chip (about 9 A slabs of 16 KiB and 16 B slabs of 32 KiB per k step, four k
+# steps deep): 0.05 of the 50 MiB L2. The TMA rate falls as the set grows, so the roof a rung meets is at its set.
+TMA_WORKING_SETS = (0.02, 0.05, 0.1, 0.2, 0.4)
+GEMM_WORKING_SET = 0.05
+
+
+def measure_tma_l2_curve() -> Reading:
+    """The TMA path's rate (the best of TMA_SCHEDULES) at each working set of TMA_WORKING_SETS; the value is the rate
+    at a GEMM's own working set (GEMM_WORKING_SET), `detail` the whole curve in TB/s by MB."""
+    dev = require_live(probe("tma_l2_read").needs_cc)
+    curve = {f: measure_tma_l2_read(fraction_of_l2=f) for f in TMA_WORKING_SETS}
+    at = curve[GEMM_WORKING_SET]
+    return Reading(at.value, at.sm_clock_mhz, at.power_w, at.iqr,
+                   {f"{f * dev.l2_bytes / 1e6:.1f} MB": round(g.value, 3) for f, g in curve.items()})
 
 
 def measure_cublas(dtype: str, n: int) -> Reading:
@@ -497,6 +528,6 @@ def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5
     return Reading(got.sm_clock_mhz, got.sm_clock_mhz, got.power_w)
 
 
-__all__ = ["BenchResult", "Reading", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read", "measure_tma_l2_read",
+__all__ = ["BenchResult", "Reading", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read", "measure_tma_l2_read", "measure_tma_l2_curve",
            "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "back_to_back", "time_sustained",
            "sm_clock_under_load"]

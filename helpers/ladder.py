@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, fields
 
 from . import results
 from .bench import (METHOD, Reading, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
-                    measure_hgmma_peak, measure_hmma_peak, measure_l2_read, measure_tma_l2_read, sm_clock_under_load)
+                    measure_hgmma_peak, measure_hmma_peak, measure_l2_read, measure_tma_l2_curve, measure_tma_l2_read,
+                    sm_clock_under_load)
 from .check import check
 from .formats import FP8
 from .gpu import device, why_not_live
@@ -223,7 +224,9 @@ CEILINGS = {
     # id: (what it is, unit, how to measure it live)
     "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
     "l2_read": ("L2 read bandwidth through LDG (.cg): the load path of rungs 01-06", "TB/s", measure_l2_read),
-    "tma_l2_read": ("L2 -> shared memory through TMA: the load path of rungs 07 on", "TB/s", measure_tma_l2_read),
+    "tma_l2_read": ("L2 -> shared memory through TMA, a 20 MB working set (as l2_read's)", "TB/s", measure_tma_l2_read),
+    "tma_l2_gemm": ("L2 -> shared memory through TMA at a GEMM's working set (2.6 MB): the load path of rungs 07 on",
+                    "TB/s", measure_tma_l2_curve),
     "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
     "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
     "hgmma_peak": ("BF16 wgmma (HGMMA) peak, zero operands (probe)", "TFLOP/s", measure_hgmma_peak),
@@ -248,7 +251,7 @@ CEILINGS = {
     "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
 }
 # Which probe a ceiling needs (for the GPU it can run on); cuBLAS runs anywhere.
-_PROBE_OF = {"hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak", "hgmma_n128_random": "hgmma_n128",
+_PROBE_OF = {"tma_l2_gemm": "tma_l2_read", "hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak", "hgmma_n128_random": "hgmma_n128",
              "hgmma_n64_random": "hgmma_n64"}
 
 
@@ -289,7 +292,8 @@ def ceiling(cid: str, save: bool = True) -> Ceiling:
         got = how()
         got = got if isinstance(got, Reading) else Reading(float(got))
         return {"label": label, "value": got.value, "unit": unit, "sm_clock_mhz": got.sm_clock_mhz,
-                "power_w": got.power_w, "iqr": list(got.iqr) if got.iqr else None}
+                "power_w": got.power_w, "iqr": list(got.iqr) if got.iqr else None,
+                **({"detail": got.detail} if got.detail else {})}
 
     e, source = obtain("ceilings", cid, measure_it, needs, "sm_90a" if needs >= (9, 0) else "", save)
     return Ceiling(cid, label, e["value"], unit, source, e["gpu"], e["date"], e.get("sm_clock_mhz"), e.get("power_w"))

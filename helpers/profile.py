@@ -305,8 +305,13 @@ _PREFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "K": 1e3, "k": 1e3, "M": 1e
 _WORDS = ("second", "byte", "hz", "Hz", "cycle", "sector", "inst", "warp", "request", "wavefront", "thread", "block")
 
 
+_TIME = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}  # ncu 2025.3's raw page writes durations as "ns"
+
+
 def _factor(part: str) -> float:
     part = part.strip()
+    if part in _TIME:
+        return _TIME[part]
     for word in _WORDS:
         if part.endswith(word) and part[: -len(word)] in _PREFIX:
             return _PREFIX[part[: -len(word)]]
@@ -482,6 +487,7 @@ def collect(r: Rung, n: int, timeout: int = TIMEOUT_S) -> dict:
             entry = summarize(numbers(mine), units, r, child)
             shown = ["<CHILD>" if x == CHILD else x for x in cmd]
             entry.update(n=n, kernel=mine[0].get("Kernel Name"), launches=len(mine),
+                         units={k: v for k, v in units.items() if k in entry["raw"]},  # to re-derive the keys later
                          ncu={"version": ncu_version(), "tier": tier, "tiers_failed": tried, "command": shown})
             return entry
         tried.append(tier)
