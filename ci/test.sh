@@ -11,7 +11,8 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     || { tail -20 /tmp/gemm-ladder-apt.log; echo "could not install chromium for the browser test"; exit 1; }
 fi
 # Notebooks are checked in replay mode so a test run never overwrites the recorded H100 results.
-GEMM_LADDER_REPLAY=1 python3 -m pytest -p no:cacheprovider -q tests chapters --nbval-lax
+# -n auto --dist loadgroup: every core runs tests; each notebook is one group (tests/conftest.py), so its cells stay in order
+GEMM_LADDER_REPLAY=1 python3 -m pytest -p no:cacheprovider -q -n auto --dist loadgroup tests chapters --nbval-lax
 rm -rf _build
 # The landing page's climb chart, drawn from the recorded results (never committed, so never stale).
 GEMM_LADDER_REPLAY=1 python3 -m helpers ladder --n 4096 8192 --plot images/climb.png --json > /dev/null

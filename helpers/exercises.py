@@ -252,7 +252,7 @@ TOLERANCE = {"00": 0.03, "01": 0.01, "02": 0.02, "12": 0.01}  # relative, for an
 TOLERANCE.update({key: 0.02 for key in PREDICTIONS})  # (chapter, exercise): a napkin worked with rounded numbers
 
 
-def verdict(name: str, mine, expected, rel: float = 0.0) -> str:
+def mark(name: str, mine, expected, rel: float = 0.0) -> str:
     if mine is None:
         return f"{name}: fill in your answer above, then run this cell again."
     if rel:
@@ -262,13 +262,13 @@ def verdict(name: str, mine, expected, rel: float = 0.0) -> str:
     return f"{name}: {'correct' if ok else 'not yet'}"
 
 
-def check(chapter: str, answers: dict, **context) -> None:
+def grade(chapter: str, answers: dict, **context) -> None:
     """Print one verdict per exercise of `chapter`; `context` passes what the answers depend on (measured
     ceilings, the kernel's constants, the number of clusters). A prediction that matches the napkin is then held
     against the measurement (this run's, or the recorded one), and the report says which it was."""
     expected = {**_expected(chapter, context), **_predicted(chapter, context)}
     for i, mine in answers.items():
-        said = verdict(f"exercise {i}", mine, expected[i], TOLERANCE.get((chapter, i), TOLERANCE.get(chapter, 0.0)))
+        said = mark(f"exercise {i}", mine, expected[i], TOLERANCE.get((chapter, i), TOLERANCE.get(chapter, 0.0)))
         print(said)
         if (chapter, i) in PREDICTIONS and mine is not None:
             right = said.endswith("correct")
@@ -277,7 +277,7 @@ def check(chapter: str, answers: dict, **context) -> None:
                                                           "says how far the measurement is from it."]))
 
 
-def swizzle_verdict(name: str, fn, shape=(32, 128)) -> str:
+def swizzle_mark(name: str, fn, shape=(32, 128)) -> str:
     """A swizzle must be a permutation of each row's 16-byte chunks (else it loses data) and conflict-free."""
     from .explore import conflict_degree
     rows, cols = shape

@@ -15,7 +15,7 @@
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
-constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int WGMMA_N = 256;                  // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 128;                      // rows of C per block: one 64-row slab per warpgroup
 constexpr int BN = 256;                      // columns of C per block
 constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width

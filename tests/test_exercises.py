@@ -5,6 +5,7 @@ import pytest
 from helpers.build import build
 from helpers.exercises import KERNEL_EXERCISES
 from helpers.explore import conflict_degree, mma_fragment, register_budget, wgmma_desc_encode
+from helpers.hardware import MAX_SM_CLOCK_HZ, SMEM_PER_BLOCK_OPTIN, SMS
 from helpers.playground import play
 
 
@@ -28,14 +29,53 @@ def test_ring_depths_the_chapter_08_exercises_use_are_the_kernels_own():
     # the .cu constants.
     consts = [build(rid).consts for rid in ("08_warp_specialized", "09_setmaxnreg")]
     assert [(c["BM"], c["BN"], c["BK"], c["STAGES"]) for c in consts] == [(128, 128, 64, 7), (128, 256, 64, 4)]
-    assert all(c["SMEM_BYTES"] <= 227 * 1024 for c in consts)
+    assert all(c["SMEM_BYTES"] <= SMEM_PER_BLOCK_OPTIN for c in consts)
+
+
+def _changed_lines(before: str, after: str) -> list[tuple[str, str]]:
+    """(old line, new line) of every line that differs, for two texts with the same number of lines."""
+    a, b = before.splitlines(), after.splitlines()
+    assert len(a) == len(b), "the exercise must change lines, not add or remove them"
+    return [(x, y) for x, y in zip(a, b) if x != y]
+
+
+def _swizzled_b_store(old: str, new: str, solution: str, broken: str) -> None:
+    # ch 04: the copy into sB stores unswizzled while ldmatrix still reads swizzled: writer and reader disagree on
+    # where a 16-byte chunk lives, so C is wrong nearly everywhere (rows with row & 7 == 0 are the only agreement).
+    assert "&sB[swizzle<BN>(r, c)]" in old and "&sB[r * BN + c]" in new
+    assert solution.count("sB[swizzle<BN>(") == 2 and broken.count("sB[swizzle<BN>(") == 1  # the read keeps it
+    assert "ldmatrix_x4_trans" in next(line for line in broken.splitlines() if "sB[swizzle<BN>(" in line)
+
+
+def _expect_tx_too_large(old: str, new: str, solution: str, broken: str) -> None:
+    # ch 07: expect_tx announces more bytes than the two TMA boxes bring, so the full barrier never completes and
+    # the bounded wait traps (the symptom the task describes). Delivered bytes from the tile, independently: the
+    # [BM, BK] box of A and the [BN, BK] box of Bt, bf16.
+    from helpers.build import read_consts
+    good, bad = read_consts(solution), read_consts(broken)
+    delivered = (good["BM"] + good["BN"]) * good["BK"] * 2
+    assert good["TX_BYTES"] == delivered, good
+    assert bad["TX_BYTES"] == 2 * delivered and "TX_BYTES" in old and "TX_BYTES" in new
+    assert {k: v for k, v in bad.items() if k != "TX_BYTES"} == {k: v for k, v in good.items() if k != "TX_BYTES"}
+
+
+WRONG_IN_THE_WAY = {"04_swizzle_store": _swizzled_b_store, "07_expect_tx": _expect_tx_too_large}
 
 
 @pytest.mark.parametrize("name", sorted(KERNEL_EXERCISES))
 def test_kernel_exercise_sources_compile(name):
+    # The solution is the committed rung (its registry config applied), read here from the .cu itself; the broken
+    # copy differs from it in exactly one line, in the way the task describes. Both compile (no GPU needed).
+    from helpers.build import apply_config
+    from helpers.registry import rung
     ex = KERNEL_EXERCISES[name]
-    assert ex.broken() != ex.solution()
-    assert play(ex.rung, ex.broken(), n=1024).compiled and play(ex.rung, ex.solution(), n=1024).compiled
+    r = rung(ex.rung)
+    solution, broken = ex.solution(), ex.broken()
+    assert solution == apply_config(r.path.read_text(), r.config)
+    [(old, new)] = _changed_lines(solution, broken)
+    assert name in WRONG_IN_THE_WAY, f"say how {name}'s broken copy is wrong in WRONG_IN_THE_WAY"
+    WRONG_IN_THE_WAY[name](old, new, solution, broken)
+    assert play(ex.rung, broken, n=1024).compiled and play(ex.rung, solution, n=1024).compiled
 
 
 @pytest.mark.gpu
@@ -71,15 +111,15 @@ def test_the_expected_answers_are_not_in_the_check_cells():
     from helpers.registry import ROOT
     for path in sorted((ROOT / "chapters").glob("[01]*.ipynb")):
         cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-        checks = [c for c in cells if "check_exercises(" in c]
-        assert len(checks) == 1 and "def verdict" not in "".join(cells), path.name
+        checks = [c for c in cells if "grade(" in c]
+        assert len(checks) == 1 and "def mark" not in "".join(cells), path.name
 
 
 def test_a_swizzle_that_is_not_a_permutation_is_rejected():
-    from helpers.exercises import swizzle_verdict
-    assert "correct" in swizzle_verdict("e", lambda row, chunk: chunk ^ (row & 7))
-    assert "not yet: row 0" in swizzle_verdict("e", lambda row, chunk: row & 7)  # conflict-free, but loses data
-    assert "wavefronts" in swizzle_verdict("e", lambda row, chunk: chunk)
+    from helpers.exercises import swizzle_mark
+    assert "correct" in swizzle_mark("e", lambda row, chunk: chunk ^ (row & 7))
+    assert "not yet: row 0" in swizzle_mark("e", lambda row, chunk: row & 7)  # conflict-free, but loses data
+    assert "wavefronts" in swizzle_mark("e", lambda row, chunk: chunk)
 
 
 def test_the_expected_answers_match_the_worked_solutions():
@@ -105,7 +145,7 @@ def test_the_predictions_are_the_chapters_napkins():
 
 @pytest.mark.parametrize("chapter", sorted(PREDICT))
 def test_a_right_prediction_is_compared_and_a_wrong_one_rejected(chapter, capsys, monkeypatch):
-    from helpers.exercises import _predicted, check
+    from helpers.exercises import _predicted, grade as check
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     i, ctx = PREDICT[chapter]
     right = _predicted(chapter, ctx)[i]
@@ -130,7 +170,7 @@ def _variant(rung_id: str, **config) -> dict:
 @pytest.mark.parametrize("chapter, rung_id, config, expected", [
     ("02", "02_wmma_smem", {"BN": 128}, 2 * 64 * 128 / (2 * (64 + 128)) * 7.36),
     # 4 warps of 64 x 64: 4 x 2 x (4 x 16 + 4 x 32) wavefronts of loads + 128 of stores = 1,664 per k tile
-    ("03", "03_mma_sync", {"WN": 64}, 2 * 128 * 128 * 32 / 1664 * 132 * 1.98e9 / 1e12),
+    ("03", "03_mma_sync", {"WN": 64}, 2 * 128 * 128 * 32 / 1664 * SMS * MAX_SM_CLOCK_HZ / 1e12),
     # m64n128: reads 96 KiB + copies 48 KiB = 1,152 clocks for 1,024 of math, against the narrow rung's 2/3
     ("06", "06_wgmma_wide", {"WGMMA_N": 128}, (1024 / 1152) / (2 / 3)),
     # a 128 x 128 tile in rung 06: 4 + 4 copies per thread, 2 warps per scheduler, 10 instructions per copy
@@ -148,7 +188,7 @@ def test_the_prediction_follows_the_kernels_constexprs(chapter, rung_id, config,
 
 def test_replay_reports_the_recorded_measurement_with_its_gpu_and_date(capsys, monkeypatch):
     from helpers import results
-    from helpers.exercises import _predicted, check
+    from helpers.exercises import _predicted, grade as check
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     fast, slow = (results.recorded_gemm(r, 4096, 4096, 4096) for r in ("07_tma", "06_wgmma_wide"))
     check("07", {5: _predicted("07", {})[5]})

@@ -265,10 +265,12 @@ def test_bound_refuses_a_format_whose_products_are_not_exact():
 @pytest.mark.parametrize("name", FP8)
 def test_dot_product_error_grows_like_sqrt_k(name):
     """Quantize both operands of many random dot products; the RMS error in units of rms(a_k b_k) follows
-    sqrt(2 K) x rms_value, and the worst-case bound holds for every one of them."""
+    sqrt(2 K) x rms_value, and the worst-case bound holds for every one of them. K spans 64 to 4096 (chapter 12's
+    K), a factor of 64: sqrt(K) predicts a factor of 8 in the error and K one of 64, so the 20% tolerance still
+    tells them apart by far (K = 16384 cost four times the time and proved nothing more)."""
     rng = np.random.default_rng(6)
     rms = {}
-    for k in (64, 1024, 16384):
+    for k in (64, 512, 4096):
         a, b = rng.standard_normal((256, k)), rng.standard_normal((256, k))
         a8 = formats.quantize(a, formats.per_tensor_scale(a, name), name)[1].astype(np.float64)
         b8 = formats.quantize(b, formats.per_tensor_scale(b, name), name)[1].astype(np.float64)
@@ -277,7 +279,7 @@ def test_dot_product_error_grows_like_sqrt_k(name):
         rms[k] = np.sqrt(np.mean(err**2)) / np.sqrt(np.mean((a * b) ** 2))
         assert rms[k] == pytest.approx(model.rms, rel=0.15)
         assert np.all(np.abs(err) <= model.worst * np.sum(np.abs(a * b), axis=1))
-    assert rms[16384] / rms[64] == pytest.approx(np.sqrt(16384 / 64), rel=0.2)   # sqrt(K), not K
+    assert rms[4096] / rms[64] == pytest.approx(np.sqrt(4096 / 64), rel=0.2)     # sqrt(K), not K
     e4 = fp8.quantization_error(1, "e4m3")
     assert e4.value == 2.0**-4 and e4.worst == pytest.approx(2 * 2.0**-4 + 2.0**-8)
 
@@ -328,7 +330,7 @@ def test_fp8_figures_say_what_the_models_compute(name, says):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.axes import Axes
-    from helpers import fp8_figures
+    from helpers.figures import ch12 as fp8_figures
     ax = getattr(fp8_figures, name)()
     try:
         assert isinstance(ax, Axes)
@@ -347,7 +349,10 @@ def test_fp8_figures_say_what_the_models_compute(name, says):
 
 def test_accuracy_demo_orders_the_formats_and_matches_the_quantization_model():
     from helpers.fp8 import accuracy_demo, quantization_error
-    d = accuracy_demo(np.random.default_rng(0))
+    # M = N = 64 instead of the chapter's 256 (a fifth of the time): 4,096 outputs still pin each relative Frobenius
+    # error to about a percent, and K, the size the quantization model depends on, stays the chapter's 4096. The
+    # chapter's own numbers, at its sizes, are held by tests/test_claims_fp8.py.
+    d = accuracy_demo(np.random.default_rng(0), m=64, n=64)
     e = d.errors
     bf16, scaled, narrow, raw = (e["bf16 inputs"], e["e4m3, per-tensor scales"],
                                  e["e4m3, per-tensor scales, 14-bit sum"], e["e4m3, no scaling"])

@@ -5,6 +5,8 @@ import pytest
 from helpers import RUNGS, ShapeError, check, rung
 from helpers.launch import validate
 
+from conftest import refusal
+
 pytestmark = pytest.mark.gpu
 
 # Square and non-square; exactly one tile (128x128x32); tall, wide and deep; off-tile sizes (129, odd, 1x1x1)
@@ -25,10 +27,15 @@ def test_rung_correct_or_refused(r, shape):
     try:
         validate(r, *shape)
     except ShapeError as e:
-        assert str(e).count(".") >= 1 and r.divides, "only tiled rungs may refuse shapes"
+        # The sentence names the rung, the dimension and its size, the multiple it needs and what to do about it.
+        assert r.divides, "only tiled rungs may refuse shapes"
+        want = refusal(r, *shape)
+        assert want is not None, f"{r.id} refused {shape}, which one of its tiles divides: {e}"
+        assert all(part in str(e) for part in want), (want, str(e))
         with pytest.raises(ShapeError):
             check(r, *shape)  # refused again before any launch
         return
+    assert refusal(r, *shape) is None, f"{r.id} took {shape}, which none of its tiles divides"
     res = check(r, *shape)
     assert res.all_finite, f"{res}: NaN left in C (an element was never written)"
     assert res.ok, str(res)
@@ -110,7 +117,8 @@ def test_probes_measure_plausible_ceilings():
     # 128 FP32 lanes per SM, 2 FLOP per FFMA: the probe can neither beat the clock nor fall far below it,
     # unless it counts its FLOPs wrong.
     dev = device()
-    paper = dev.sms * 128 * 2 * dev.sm_clock_max_mhz * 1e6 / 1e12
+    from helpers.hardware import FFMA_FLOP_PER_CLK
+    paper = dev.sms * FFMA_FLOP_PER_CLK * dev.sm_clock_max_mhz * 1e6 / 1e12
     assert 0.5 * paper < ffma <= 1.02 * paper, (ffma, paper)
 
 

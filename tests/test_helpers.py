@@ -15,6 +15,8 @@ from helpers.check import CheckResult
 from helpers.launch import validate
 from helpers.registry import ROOT
 
+from conftest import refusal
+
 
 def test_registry_ids_and_files():
     ids = [r.id for r in RUNGS]
@@ -32,10 +34,21 @@ def test_every_rung_header_names_its_rung():
         assert r.path.read_text().startswith(f"// Rung {r.file or r.id}:"), r.id
 
 
-@pytest.mark.parametrize("shape", [(4097, 4096, 4096), (4096, 100, 4096), (128, 128, 12)])
-def test_tiled_rungs_refuse_shapes_before_launch(shape):
-    with pytest.raises(ShapeError, match="multiples of"):
-        validate(rung("01_warptiled"), *shape)
+@pytest.mark.parametrize("rid", ["01_warptiled", "02_wmma_naive", "10_beyond_cublas", "12_fp8"])
+@pytest.mark.parametrize("shape", [(4097, 4096, 4096), (4096, 100, 4096), (128, 128, 12), (256, 576, 64),
+                                   (512, 512, 128)])
+def test_tiled_rungs_refuse_shapes_before_launch(rid, shape):
+    # One sentence, before anything runs: the rung, the dimension and its size, the multiple it needs, the padded
+    # size and the way out (conftest.refusal works them out from the constexprs). A shape one of the rung's tiles
+    # divides passes: N = 576 is 3 x 192, so rung 10 takes it with its 128 x 192 tile while the others refuse it.
+    r = rung(rid)
+    want = refusal(r, *shape)
+    if want is None:
+        validate(r, *shape)
+        return
+    with pytest.raises(ShapeError) as refused:
+        validate(r, *shape)
+    assert all(part in str(refused.value) for part in want), (want, str(refused.value))
 
 
 def test_untiled_rungs_accept_any_shape():
@@ -165,6 +178,7 @@ def _cli(*args, env_extra=None):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # a Python start-up, every helper's import and a plot
 def test_cli_replays_recorded_results_as_json(tmp_path):
     out = _cli("--json", "--plot", str(tmp_path / "climb.png"))
     assert out.returncode == 0, out.stderr
@@ -195,21 +209,51 @@ def test_replay_shows_a_rung_never_recorded_as_not_measured(tmp_results):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["04_swizzle"]
 
 
-def test_cli_table_and_clear_errors(tmp_path):
-    out = _cli("--rungs", "01_warptiled", "--plot", "")
-    assert out.returncode == 0 and "01_warptiled" in out.stdout and "REPLAY" in out.stderr
-    assert "cuBLAS (a): " in out.stdout  # the table names what its cuBLAS column timed
-    bad = _cli("--rungs", "01_nope")
-    assert bad.returncode != 0 and "no rung named '01_nope'" in bad.stderr
-    missing = _cli("--n", "123", "--plot", "")
-    assert missing.returncode == 1 and "never recorded" in missing.stderr
+def _main(capsys, *args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `python -m helpers ladder ARGS`, run in this process: the CLI's whole logic is
+    main(), and `python -m helpers` itself is exercised by the subprocess test above. Saves a Python start-up and
+    the helpers' imports (over a second) per call."""
+    from helpers.__main__ import main
+    try:
+        code = main(["ladder", *args])
+    except SystemExit as e:  # argparse refusing the arguments
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
-def test_broken_results_file_gives_one_clear_error(tmp_path):
+def test_cli_table_and_clear_errors(capsys, monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    code, out, err = _main(capsys, "--rungs", "01_warptiled", "--plot", "")
+    assert code == 0 and "01_warptiled" in out and "REPLAY" in err
+    assert "cuBLAS (a): " in out  # the table names what its cuBLAS column timed
+    code, out, err = _main(capsys, "--rungs", "01_nope")
+    assert code == 2 and "no rung named '01_nope'" in err
+    code, out, err = _main(capsys, "--n", "123", "--plot", "")
+    assert code == 1 and "never recorded" in err
+    assert "skipped: 01_warptiled N=123 failed: ShapeError: 01_warptiled handles M only in multiples of 128" in err
+
+
+def test_broken_results_file_gives_one_clear_error(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2")
-    out = _cli("--plot", "", env_extra={"GEMM_LADDER_RESULTS": str(bad)})
-    assert out.returncode != 0 and "not valid JSON" in out.stderr and bad.read_text() == "[1, 2"
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    monkeypatch.setenv("GEMM_LADDER_RESULTS", str(bad))
+    code, out, err = _main(capsys, "--plot", "")
+    assert code == 1 and bad.read_text() == "[1, 2"  # nothing could be shown, and the file was left as it was
+    assert f"{bad} is not valid JSON" in err and "fix or move it away. It was not changed." in err
+
+
+@pytest.mark.xfail(strict=True, reason="helpers/__main__.py goes on after the banner has said the results file is "
+                                       "broken and says it again for every rung ('skipped: ...'); its `except "
+                                       "ResultsError: return 2` after banner_text() is never reached")
+def test_a_broken_results_file_is_reported_once(tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    monkeypatch.setenv("GEMM_LADDER_RESULTS", str(bad))
+    code, out, err = _main(capsys, "--plot", "")
+    assert err.count("is not valid JSON") == 1, err
 
 
 def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch):
@@ -269,7 +313,7 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
         text = report.needs_text(r.chapter)
         assert r.id in text or "all 6 of its rungs" in text, (r.id, text)
         assert ("need an H100" in text or "needs an H100" in text) == (tuple(r.needs_cc) >= (9, 0)), text
-    assert "hgmma_peak, qgmma_peak need an H100" in report.needs_text("00")
+    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read need an H100" in report.needs_text("00")
     mixed = report.needs_text("11")
     assert "chapters 06-12 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
 
@@ -278,23 +322,24 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
 
 @pytest.mark.parametrize("size", [8, 4096])
 def test_ch01_naive_warp_wastes_seven_eighths_of_each_sector_and_coalesced_none(size):
-    from helpers.figures import CH01_SECTOR, _ch01_warp_sectors
-    naive, coal = _ch01_warp_sectors("01_naive", size=size), _ch01_warp_sectors("01_coalesced", size=size)
+    from helpers.figures.ch01 import warp_sectors
+    from helpers.hardware import SECTOR_BYTES
+    naive, coal = warp_sectors("01_naive", size=size), warp_sectors("01_coalesced", size=size)
     assert sorted(naive["row"].tolist()) == list(range(32)) and set(naive["col"].tolist()) == {0}  # down a column
     assert set(coal["row"].tolist()) == {0} and coal["col"].tolist() == list(range(32))             # along a row
     sectors = {op: (len(naive[op]["sectors"]), len(coal[op]["sectors"])) for op in "ABC"}
     assert sectors == {"A": (32, 1), "B": (1, 4), "C": (32, 4)}
     assert naive["A"]["used"] / naive["A"]["moved"] == pytest.approx(1 / 8)
-    assert coal["B"]["used"] == coal["B"]["moved"] == 4 * CH01_SECTOR
+    assert coal["B"]["used"] == coal["B"]["moved"] == 4 * SECTOR_BYTES
 
 
 @pytest.mark.parametrize("rid", ["01_blocktile_2d", "01_vectorized", "01_warptiled"])
 def test_ch01_owner_map_gives_every_thread_tm_by_tn_elements_once(rid):
     import numpy as np
     from helpers import build
-    from helpers.figures import _ch01_owner
+    from helpers.figures.ch01 import thread_owner
     c = build(rid).consts
-    owner = _ch01_owner(rid)
+    owner = thread_owner(rid)
     assert owner.shape == (c["BM"], c["BN"]) and owner.min() == 0
     assert (np.bincount(owner.ravel(), minlength=c["THREADS"]) == c["TM"] * c["TN"]).all()
     warp = owner // 32
@@ -313,11 +358,11 @@ def test_ch01_owner_map_gives_every_thread_tm_by_tn_elements_once(rid):
 
 def test_ch01_lds128_model_matches_the_sass_and_the_two_way_conflict():
     from helpers import build
-    from helpers.figures import _ch01_lds128
+    from helpers.figures.ch01 import lds128
     for rid in ("01_vectorized", "01_warptiled"):
         r, b = rung(rid), build(rid)
-        assert len(_ch01_lds128(rid)) * b.consts["BK"] == b.inventory(r.entry)["LDS.128"]  # one k tile, unrolled
-    vec, warp = _ch01_lds128("01_vectorized"), _ch01_lds128("01_warptiled")
+        assert len(lds128(rid)) * b.consts["BK"] == b.inventory(r.entry)["LDS.128"]  # one k tile, unrolled
+    vec, warp = lds128("01_vectorized"), lds128("01_warptiled")
     assert [(ld["operand"], ld["wavefronts"], ld["ideal"]) for ld in vec] == [("A", 1, 1), ("A", 1, 1),
                                                                                ("B", 4, 2), ("B", 4, 2)]
     assert [(ld["wavefronts"], ld["ideal"]) for ld in warp] == [(1, 1)] * 4
@@ -345,7 +390,7 @@ def test_ch01_figures_draw_what_the_models_count(name, says):
             assert sorted(numbers) == sorted(list(range(32)) * 4)
         if name == "fig_simt_warp_sectors":  # one outlined box per sector the model counts, both rungs
             outlines = [p for p in ax.patches if p.get_facecolor()[3] == 0]
-            s = [figures._ch01_warp_sectors(rid) for rid in ("01_naive", "01_coalesced")]
+            s = [figures.ch01.warp_sectors(rid) for rid in ("01_naive", "01_coalesced")]
             assert len(outlines) == sum(len(d[op]["sectors"]) for d in s for op in "ABC") == 74
     finally:
         plt.close(ax.figure)

@@ -91,9 +91,21 @@ def test_an_old_row_without_the_new_keys_still_replays():
     assert row.ratio == 0.5 and row.run is None and row.tflops_iqr is None and row.source == "recorded"
 
 
-def test_quartiles_are_the_middle_half():
-    from helpers.bench import _quartiles
-    assert _quartiles([5.0, 1.0, 3.0, 2.0, 4.0]) == (2.0, 3.0, 4.0)
+def test_a_timing_reports_the_median_and_the_middle_half_of_its_rounds():
+    # bench._timing turns per-launch times and NVML samples into the Timing every row records. Expected values by
+    # hand: of 5 sorted times the quartiles are the 2nd, 3rd and 4th; of 4, a quarter of the way between the 1st and
+    # 2nd (1 + 0.75 x 1) and between the 3rd and 4th; rates invert times, so the slow quartile is the low rate.
+    from helpers.bench import _quartiles, _timing
+    assert _quartiles([16.0, 1.0, 4.0, 2.0, 8.0]) == (2.0, 4.0, 8.0)
+    assert _quartiles([4.0, 1.0, 3.0, 2.0]) == (1.75, 2.5, 3.25)
+    assert _quartiles([3.0]) == (3.0, 3.0, 3.0)  # one round: no spread, not an error
+    samples = [(1980.0, 700.0), (1755.0, None), (0.0, 650.0), (1500.0, 600.0)]  # a 0 MHz or missing reading is dropped
+    t = _timing("k", [16.0, 1.0, 4.0, 2.0, 8.0], samples, flops=8e9, batch=12, host_us=3.5)
+    assert (t.ms, t.q1_ms, t.q3_ms, t.rounds, t.batch, t.host_us) == (4.0, 2.0, 8.0, 5, 12, 3.5)
+    assert t.tflops == 2.0 and t.tflops_iqr == (1.0, 4.0) and t.spread == 1.5  # 8e9 FLOP in 4, 8 and 2 ms
+    assert (t.sm_clock_mhz, t.power_w) == (1755.0, 650.0)
+    none = _timing("k", [1.0, 1.0], [], flops=1e9, batch=1)
+    assert none.sm_clock_mhz is None and none.power_w is None and none.spread == 0.0
 
 
 # ---- GPU: the harness against itself ---------------------------------------------------------------------------

@@ -1,0 +1,393 @@
+"""The house rules of helpers/ (imports flow one way, no module grows past 800 lines) and behaviour no other file
+tests: the tile policy, the headers a kernel pulls in, obtain()'s reuse within a run and its in-memory fallback,
+the bench's dry-queue sampler, and show_diff on config-built rungs. CPU only: the GPU and CuPy are faked."""
+import ast
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers.registry import MID_RATE, NARROW_RATE, ROOT, rung
+
+HELPERS = ROOT / "helpers"
+FINAL = "10_beyond_cublas"
+
+
+# ---- imports flow one way ----------------------------------------------------------------------------------------
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """helpers module -> the helpers modules it imports, at module level or inside a function (a function-level
+    import only defers the cycle to the first call). `from . import x` names the submodule x when there is one,
+    else the package itself; `from .a import b` the module a (and a.b if b is a submodule of package a)."""
+    paths = {_module_name(p): p for p in HELPERS.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{base}.{node.module}" if node.module else base
+                else:
+                    base = node.module or ""
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names]
+            else:
+                continue
+            edges |= {t for t in targets if t in paths and t != name}
+        graph[name] = edges
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path (first module repeated at the end), or None. Depth-first, three colours."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle_and_resolves_relative_imports(tmp_path, monkeypatch):
+    # The check below can only pass if it can also fail: a tiny package with a cycle through a function-level
+    # import (a -> b at module level, b -> a inside a function) and a `from . import` of a submodule.
+    pkg = tmp_path / "helpers"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .a import f\n")
+    (pkg / "a.py").write_text("from . import b\n\ndef f():\n    return b\n")
+    (pkg / "b.py").write_text("def g():\n    from .a import f\n    return f\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "c.py").write_text("from ..registry import x\nfrom .. import a\n")
+    (pkg / "registry.py").write_text("x = 1\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "HELPERS", pkg)
+    graph = _import_graph()
+    assert graph == {"helpers": {"helpers.a"}, "helpers.a": {"helpers.b"}, "helpers.b": {"helpers.a"},
+                     "helpers.sub": set(), "helpers.sub.c": {"helpers.registry", "helpers.a"},
+                     "helpers.registry": set()}
+    assert _cycle(graph) == ["helpers.a", "helpers.b", "helpers.a"]
+    assert _cycle({**graph, "helpers.b": set()}) is None
+
+
+def test_helpers_have_no_import_cycle():
+    graph = _import_graph()
+    assert {"helpers.registry", "helpers.ladder", "helpers.bench", "helpers.tiles"} <= set(graph)
+    assert graph["helpers.registry"] == set()  # the leaf every other module imports
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
+
+
+def test_no_helpers_module_exceeds_800_lines():
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in HELPERS.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 800} == {}
+
+
+# ---- the tile policy (helpers.tiles) -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def clusters():
+    """Rung 10's persistent grid on the recorded H100: 66 clusters of 2 (132 SMs)."""
+    from helpers import results
+    return results.load(results.path_for())["grids"][FINAL]["clusters"]
+
+
+def test_tile_candidates_are_the_rungs_own_tile_then_its_choices():
+    # Rows are what M must divide into: a cluster tile (CLUSTER_BM = BM x CLUSTER), read here from the .cu.
+    from helpers.build import read_consts
+    from helpers.tiles import tile_candidates
+    c = read_consts(rung(FINAL).path.read_text())
+    rows = c["BM"] * c["CLUSTER"]
+    assert rows == c["CLUSTER_BM"] == 256
+    assert tile_candidates(rung(FINAL)) == [({}, rows, 256, 1.0), ({"BN": 192, "WGMMA_N": 192}, rows, 192, MID_RATE),
+                                             ({"BN": 128, "WGMMA_N": 128}, rows, 128, NARROW_RATE)]
+
+
+@pytest.mark.parametrize("n, picked, costs", [
+    # cost = busiest cluster's tiles x tile area / 256 x 256 / steady rate, worked out by hand for 66 clusters:
+    # 3072: 144 tiles of 256 -> 3 each; 192 tiles of 192 -> 3 x 0.75 / 0.97; 288 tiles of 128 -> 5 x 0.5 / 0.84
+    (3072, (256, 192), {256: 3.0, 192: 3 * 0.75 / MID_RATE, 128: 5 * 0.5 / NARROW_RATE}),
+    # 4096 and 8192: 192 does not divide N; 256 x 256 fills its waves better than the narrow tile pays back
+    (4096, (256, 256), {256: 4.0, 128: 8 * 0.5 / NARROW_RATE}),
+    (8192, (256, 256), {256: 16.0, 128: 32 * 0.5 / NARROW_RATE}),
+])
+def test_choose_tile_prices_each_tile_on_the_wave_napkin(clusters, n, picked, costs):
+    from helpers.tiles import choose_tile
+    assert clusters == 66
+    rows = choose_tile(rung(FINAL), n, n, n, clusters)
+    assert {row["tile"][1]: row["cost"] for row in rows} == pytest.approx(costs)
+    assert [row["tile"] for row in rows if row["picked"]] == [picked]
+    assert all(row["workers"] == clusters and row["tiles"] == (n // 256) * (n // row["tile"][1]) for row in rows)
+
+
+def test_a_shape_no_tile_divides_gets_no_tile(clusters):
+    from helpers.tiles import choose_tile, pick_tile, tile_candidates
+    # N = 4160 = 16 x 256 + 64: no multiple of 256, 192 or 128. K = 4100: no multiple of BK.
+    assert choose_tile(rung(FINAL), 4096, 4160, 4096, clusters) == []
+    assert choose_tile(rung(FINAL), 4096, 4096, 4100, clusters) == []
+    assert pick_tile(4096, 4160, tile_candidates(rung(FINAL)), clusters) == []
+
+
+def test_pick_tile_breaks_a_tie_for_the_first_candidate():
+    from helpers.tiles import pick_tile
+    # 128 x 384 on 3 workers: three 128 x 128 tiles, one each, or one 128 x 384 tile of three times the area at three
+    # times the rate: the same cost. With this rate the wide one computes 0.9999999999999999 against the square
+    # one's 1.0; the tie still goes to whichever is listed first.
+    square, wide = ({"a": 1}, 128, 128, 1.0), ({"b": 1}, 128, 384, (0.1 + 0.2) * 10)
+    for first, second in ((square, wide), (wide, square)):
+        rows = pick_tile(128, 384, [first, second], 3)
+        assert rows[0]["cost"] == pytest.approx(rows[1]["cost"], rel=1e-12)  # in units of the first one's area
+        assert [r["picked"] for r in rows] == [True, False] and rows[0]["config"] == first[0]
+    # and a strictly cheaper later candidate still wins
+    rows = pick_tile(128, 384, [square, ({"c": 1}, 128, 384, 6.0)], 3)
+    assert [r["picked"] for r in rows] == [False, True]
+
+
+# ---- the headers a kernel pulls from kernels/ (helpers.build.local_headers) -------------------------------------
+
+def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, monkeypatch):
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "a.cuh").write_text('#pragma once\n#include <cuda_bf16.h>\n#include "common/b.cuh"\n')
+    (tmp_path / "common" / "b.cuh").write_text('  #include "common/c.cuh"  // indented, commented\n')
+    (tmp_path / "common" / "c.cuh").write_text('#include "common/a.cuh"\n')  # a cycle must end
+    (tmp_path / "common" / "unused.cuh").write_text("int never_included;\n")
+    monkeypatch.setattr(importlib.import_module("helpers.build"), "KERNELS", tmp_path)  # the module, not build()
+    from helpers.build import local_headers
+    source = ('#include <cuda_bf16.h>\n#include <mma.h>\n#include "common/a.cuh"\n#include "not_in_kernels.h"\n'
+              '// #include "common/unused.cuh" is a comment, not an include\n')
+    got = local_headers(source)
+    assert got == {name: (tmp_path / name).read_text() for name in ("common/a.cuh", "common/b.cuh", "common/c.cuh")}
+    assert local_headers("#include <cuda.h>\n") == {}
+
+
+def test_local_headers_of_a_real_rung_include_the_nested_ones():
+    # 07_tma.cu includes common/mbarrier.cuh, which includes common/globaltimer.cuh (not named by the rung).
+    from helpers.build import local_headers
+    src = rung("07_tma").path.read_text()
+    got = local_headers(src)
+    assert "common/globaltimer.cuh" in got and '"common/globaltimer.cuh"' not in src
+    assert set(got) == {"common/mbarrier.cuh", "common/globaltimer.cuh", "common/smem.cuh", "common/tma.cuh",
+                        "common/wgmma.cuh"}
+
+
+# ---- obtain(): one measurement per run, kept in memory when it cannot be written ---------------------------------
+
+H100 = dict(name="NVIDIA H100 80GB HBM3", cc=(9, 0), sms=132, l2_bytes=50 << 20, smem_optin_bytes=227 << 10,
+            sm_clock_max_mhz=1980, mem_clock_max_mhz=2619, driver="580", cuda_driver_api="13.0",
+            cuda_runtime="13.0", cupy="14.2.0", nvrtc="13.0")
+
+
+@pytest.fixture
+def live_h100(tmp_results, monkeypatch):
+    """A faked live H100 (no CuPy call is made: obtain() only asks for the device and its environment), a scratch
+    results file, a fixed run id, and obtain()'s in-memory store emptied."""
+    from helpers import gpu, ladder, results
+    dev = gpu.Device(**H100)
+    monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
+    monkeypatch.setattr(gpu, "device", lambda: dev)
+    monkeypatch.setattr(ladder, "device", lambda: dev)
+    monkeypatch.setattr(ladder, "_MEMORY", {})
+    monkeypatch.setenv("GEMM_LADDER_RUN", "run-A")
+    results.run_id.cache_clear()  # run_id() is cached per process
+    yield tmp_results
+    results.run_id.cache_clear()
+
+
+class _Counting:
+    """A measurement: returns a new number each call and counts the calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self) -> dict:
+        self.calls += 1
+        return {"value": 100.0 + self.calls}
+
+
+def test_obtain_measures_once_per_run_and_reuses_it(live_h100, monkeypatch):
+    from helpers import ladder, results
+    how = _Counting()
+    first, source = ladder.obtain("demos", "x@1", how)
+    assert source == "live" and how.calls == 1 and first["value"] == 101.0 and first["run"] == "run-A"
+    on_disk = json.loads(live_h100.read_text())["demos"]["x@1"]
+    assert on_disk["value"] == 101.0 and on_disk["run"] == "run-A" and on_disk["env"]["name"] == H100["name"]
+    again, source = ladder.obtain("demos", "x@1", how)  # same process: from memory
+    assert (source, how.calls, again["value"]) == ("this run", 1, 101.0)
+    monkeypatch.setattr(ladder, "_MEMORY", {})  # another process of the same run (the next chapter): from the file
+    again, source = ladder.obtain("demos", "x@1", how)
+    assert (source, how.calls, again["value"]) == ("this run", 1, 101.0) and "env" not in again
+    monkeypatch.setenv("GEMM_LADDER_RUN", "run-B")  # a new run measures again, and records over the old entry
+    results.run_id.cache_clear()
+    newer, source = ladder.obtain("demos", "x@1", how)
+    assert (source, how.calls, newer["value"], newer["run"]) == ("live", 2, 102.0, "run-B")
+    assert json.loads(live_h100.read_text())["demos"]["x@1"]["run"] == "run-B"
+
+
+def test_obtain_keeps_an_unwritable_measurement_in_memory_with_a_warning(live_h100, monkeypatch, capsys):
+    from helpers import ladder, results
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(results, "record", full_disk)
+    how = _Counting()
+    entry, source = ladder.obtain("demos", "y@1", how)
+    assert (source, how.calls, entry["value"]) == ("live", 1, 101.0) and not live_h100.exists()
+    err = capsys.readouterr().err
+    assert "warning: demos y@1 was measured but could not be written to" in err and "No space left" in err
+    assert "kept in memory for this session only" in err
+    again, source = ladder.obtain("demos", "y@1", how)  # reused, not measured again, and no second warning
+    assert (source, how.calls, again["value"]) == ("this run", 1, 101.0) and capsys.readouterr().err == ""
+
+
+def test_obtain_refuses_a_broken_results_file_before_measuring(live_h100):
+    from helpers import ladder, results
+    live_h100.write_text("[1, 2")
+    how = _Counting()
+    with pytest.raises(results.ResultsError, match="not valid JSON"):
+        ladder.obtain("demos", "z@1", how)
+    assert how.calls == 0 and live_h100.read_text() == "[1, 2"
+
+
+# ---- the dry-queue sampler (helpers.bench._Sampler) ---------------------------------------------------------------
+
+class _FakeGPU:
+    """Just enough of CuPy for _Sampler, on a simulated clock: the host's time advances by what each queued launch
+    costs it (and by its sleeps); the GPU runs queued work in order, each item no earlier than it was queued. An
+    event is done once the host's clock has passed the moment the GPU reached it."""
+
+    def __init__(self, kernel_ns: float, host_ns_per_launch):
+        self.now = 0.0
+        self.gpu_free = 0.0
+        self.kernel_ns = kernel_ns
+        self.host_ns = host_ns_per_launch  # a number, or a function of the attempt (0, 1, ...)
+        self.spins: list[int] = []
+        gpu = self
+
+        class Event:
+            def __init__(self):
+                self.at = None
+
+            def record(self):
+                gpu.gpu_free = self.at = max(gpu.gpu_free, gpu.now)
+
+            @property
+            def done(self):
+                return self.at is not None and gpu.now >= self.at
+
+            def synchronize(self):
+                gpu.now = max(gpu.now, self.at)
+
+        self.cuda = type("cuda", (), {"Event": Event,
+                                      "get_elapsed_time": staticmethod(lambda a, b: (b.at - a.at) / 1e6)})
+        self.time = type("time", (), {"perf_counter": staticmethod(lambda: gpu.now / 1e9),
+                                      "sleep": staticmethod(lambda s: setattr(gpu, "now", gpu.now + s * 1e9))})
+
+    def spin(self, grid, block, args):
+        (ns,) = args
+        self.spins.append(int(ns))
+        self.gpu_free = max(self.gpu_free, self.now) + int(ns)
+
+    def enqueue(self):
+        cost = self.host_ns(len(self.spins) - 1) if callable(self.host_ns) else self.host_ns
+        self.now += cost
+        self.gpu_free = max(self.gpu_free, self.now) + self.kernel_ns
+
+
+@pytest.fixture
+def sampler(monkeypatch):
+    """_Sampler with CuPy, the spin kernel, NVML and the clock replaced by a _FakeGPU (make(...) builds one)."""
+    bench = importlib.import_module("helpers.bench")  # the module: `from helpers import bench` is the function
+
+    def make(kernel_ns, host_ns_per_launch, nvml=None):
+        gpu = _FakeGPU(kernel_ns, host_ns_per_launch)
+        monkeypatch.setattr(bench, "_spin", lambda: gpu.spin)
+        monkeypatch.setattr(bench, "time", gpu.time)
+        monkeypatch.setattr(bench, "sample_clock_power", nvml or (lambda: (1755.0, 690.0)))
+        s = bench._Sampler.__new__(bench._Sampler)  # __init__ only imports CuPy and sets the first spin
+        s.cp, s.spin_ns = gpu, 200_000
+        return s, gpu
+    return make
+
+
+def test_a_batch_queued_behind_the_spin_is_timed_once(sampler):
+    # 8 launches at 10 us of host time each (80 us) behind a 200 us spin: the queue never runs dry.
+    s, gpu = sampler(kernel_ns=50_000, host_ns_per_launch=10_000)
+    samples, host = [], []
+    ms = s.batch_ms(gpu.enqueue, 8, samples, host)
+    assert ms == pytest.approx(8 * 0.050)          # the GPU's time only: 8 kernels of 50 us
+    assert gpu.spins == [200_000] and host == [pytest.approx(10.0)]  # host us per launch, stated apart
+    assert s.spin_ns == 2 * 80_000 + 100_000       # the next spin covers twice this batch's queueing, plus 100 us
+    assert samples and all(x == (1755.0, 690.0) for x in samples)  # NVML read while the batch ran
+
+
+def test_a_dry_queue_is_sampled_again_behind_a_longer_spin(sampler):
+    # 8 launches at 100 us of host time each (800 us) outlast the 200 us spin: the start event fires before the
+    # batch is queued, so host time would land between the events. That sample is dropped, the spin grows to
+    # twice the host's queueing time plus 100 us, and the retaken sample is covered.
+    s, gpu = sampler(kernel_ns=50_000, host_ns_per_launch=100_000)
+    host = []
+    ms = s.batch_ms(gpu.enqueue, 8, [], host)
+    assert gpu.spins == [200_000, 2 * 800_000 + 100_000]
+    assert ms == pytest.approx(8 * 0.050) and host == [pytest.approx(100.0)]  # only the covered sample counts
+    assert s.spin_ns == 1_700_000                  # and the next batch starts behind the longer spin
+    s.batch_ms(gpu.enqueue, 8)
+    assert gpu.spins[-1] == 1_700_000 and len(gpu.spins) == 3
+
+
+def test_a_queue_that_keeps_running_dry_is_refused_in_one_sentence(sampler):
+    # Host time per launch that triples with every attempt outruns any spin sized from the attempt before.
+    s, gpu = sampler(kernel_ns=50_000, host_ns_per_launch=lambda attempt: 100_000 * 3**attempt)
+    with pytest.raises(RuntimeError, match="could not queue a batch faster than the GPU ran it"):
+        s.batch_ms(gpu.enqueue, 8)
+    assert len(gpu.spins) == 6 and gpu.spins == sorted(gpu.spins)
+
+
+# ---- show_diff on config-built rungs (helpers.report) -------------------------------------------------------------
+
+def _diff(capsys, before: str, after: str) -> list[str]:
+    from helpers import report
+    report.show_diff(before, after)  # no IPython kernel here: it prints the plain diff
+    return capsys.readouterr().out.splitlines()
+
+
+def test_show_diff_diffs_the_sources_each_rung_builds(capsys):
+    # 06_wgmma_wide is 06_wgmma.cu with WGMMA_N = 256, BN = 256, STAGES = 3; the raw file says 64, 128 and 4. The
+    # lesson of rung 07 is TMA, not a wider wgmma: the diff must show the constants 06_wgmma_wide runs with.
+    lines = _diff(capsys, "06_wgmma_wide", "07_tma")
+    assert lines[0].startswith("--- kernels/06_wgmma.cu") and "WGMMA_N=256" in lines[0]
+    assert lines[1].startswith("+++ kernels/07_tma.cu")
+    removed = [x for x in lines[2:] if x.startswith("-")]
+    assert not any("WGMMA_N = 64" in x or "STAGES = 4" in x or "BN = 128" in x for x in removed), removed
+    wgmma_n = [x for x in lines[2:] if "constexpr int WGMMA_N =" in x]
+    assert all(x.startswith(" ") and "WGMMA_N = 256;" in x for x in wgmma_n), wgmma_n  # unchanged, if shown at all
+    assert any(x.startswith("-constexpr int STAGES = 3;") for x in removed)  # the ring depth that did change
+
+
+def test_show_diff_shows_an_unchanged_constexpr_as_context(capsys):
+    # With the config applied the two WGMMA_N lines are the same text, so the line is not a change: it is absent
+    # from the diff or shown as context. Against the raw 06_wgmma.cu (WGMMA_N = 64) it would be a change.
+    lines = _diff(capsys, "06_wgmma_wide", "07_tma")
+    assert not any(x[:1] in "+-" and "constexpr int WGMMA_N" in x for x in lines[2:]), lines
+    from helpers.registry import rung
+    assert "constexpr int WGMMA_N = 64;" in rung("06_wgmma_wide").path.read_text()
