@@ -1,5 +1,5 @@
 """The harness proves itself against Nsight Compute. For the final rung and the strongest cuBLAS at N=4096 and
-8192, the ratio helpers.bench reports (GPU time, interleaved rounds) must match the ratio of Nsight Compute's
+8192, the ratio helpers.timing reports (GPU time, interleaved rounds) must match the ratio of Nsight Compute's
 gpu__time_duration for the same two contenders within 3 points. Both are taken in one process under ncu, so both
 time the same autotuned cuBLASLt algorithm: the harness's rounds run unprofiled, then seven launches of each
 contender inside the NVTX range "timed" are profiled.
@@ -17,7 +17,7 @@ GAP = 0.03
 CHILD = r"""
 import json, sys
 import cupy as cp
-from helpers.bench import bench
+from helpers.timing import bench
 from helpers.launch import prepare
 lau = prepare(sys.argv[1], int(sys.argv[2]))
 b = bench(lau)

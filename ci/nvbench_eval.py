@@ -1,5 +1,5 @@
 """Evaluation, not a test: NVIDIA's nvbench (the `cuda-bench` package) times cupy.matmul and the final rung at
-N=4096, and helpers.bench times the same two in the same process. nvbench's cold GPU time (a blocking kernel
+N=4096, and helpers.timing times the same two in the same process. nvbench's cold GPU time (a blocking kernel
 ahead of each launch, L2 flushed) and batch GPU time should bracket what the harness reports.
 
     python ci/nvbench_eval.py [N]     (GPU host, with cuda-bench installed; prints both tables)
@@ -10,7 +10,7 @@ import cupy as cp
 import cuda.bench as nvbench
 
 from helpers import prepare
-from helpers.bench import bench
+from helpers.timing import bench
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
 lau = prepare("10_beyond_cublas", N)

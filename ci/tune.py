@@ -7,7 +7,7 @@ import json
 import sys
 
 from helpers import bench, build, check, rung
-from helpers.build import apply_config
+from helpers.compiler import apply_config
 from helpers.ladder import obtain
 
 SIZES = (2048, 4096, 8192)

@@ -3,18 +3,22 @@
     build(rung)            compile with NVRTC (cached), registers/spills/smem, SASS inventory (no GPU needed)
     kernel(rung)           the rung compiled once: constants, the loaded function, geometry, argument convention
     prepare(rung, m, n, k) one validated launch (shape refused in one sentence before anything runs)
+    gemm(rung, a, b, c)    C = A @ B with a rung, the arrays checked first
     check(rung, m, n, k)   fresh random inputs, NaN-poisoned C, compared with cuBLAS in higher precision
     bench(rung, m, n, k)   GPU time against the strongest cuBLAS, interleaved in the same rounds
     measure(rung, n)       check + bench + record when live (once per run); the recorded row when replaying
     ceiling(id)            a machine ceiling from chapter 00, measured once per run, or recorded
     roofline / climb       the two plots; explore_ladder() adds widgets; sweep() plots TFLOP/s against N
     banner()               says LIVE or REPLAY, and where replayed numbers came from
+
+The verbs are functions; the modules they live in have other names (compiler, correctness, timing, launch), so
+`import helpers.compiler` is always the module. README.md ("How a rung becomes a plotted number") walks the layers.
 """
-from .bench import bench, time_gpu
-from .build import Build, CompileError, build, intensity
-from .check import check
+from .timing import bench, time_gpu
+from .compiler import Build, CompileError, build, intensity
+from .correctness import check
 from .kernel import Kernel, KernelFault, ShapeError, kernel
-from .launch import Launch, launch, prepare, random_inputs, validate
+from .launch import Launch, gemm, prepare, random_inputs, validate
 from .gpu import NoGPU, device, live, why_not_live
 from .ladder import (CEILINGS, NotMeasured, NotRecorded, Row, ceiling, demo_check, demo_fault, measure,
                      persistent_grid, obtain, recorded_ceilings, recorded_entry, replay)

@@ -39,8 +39,10 @@ def main(argv=None) -> int:
         chosen = [registry.rung(x) for x in args.rungs] if args.rungs else list(registry.RUNGS)
     except KeyError as e:
         p.error(e.args[0])
-    from .results import ResultsError
+    from .results import ResultsError, load
     try:
+        if not report.live():
+            load()  # replay reads the results file for every row: a broken one is said once, here
         print(report.banner_text(), file=sys.stderr)
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)

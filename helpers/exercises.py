@@ -62,7 +62,7 @@ INSTRUCTIONS_PER_COPY = 10             # chapter 07's upper end: a cp.async's LD
 
 
 def _consts(rung_id: str) -> dict:
-    from .build import build
+    from .compiler import build
     return build(rung_id).consts
 
 

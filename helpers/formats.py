@@ -6,7 +6,7 @@ and the constants a correctness check is built from. NumPy and CuPy arrays alike
     encode(x, fmt) / decode(c)   float -> 8-bit code (round to nearest even, saturating like PTX cvt) and back
     grid(fmt) / spacing(x, fmt)  every finite value, and the gap from x to the next one up
     per_tensor_scale / quantize  amax scaling, and the codes plus dequantized values it gives
-    EPS_ACC, EPS_ACC_OF, BOUND_C, ROUND_OUT   the element-wise error bound of helpers.check
+    EPS_ACC, EPS_ACC_OF, BOUND_C, ROUND_OUT   the element-wise error bound of helpers.correctness
 
 Vocabulary: a *code* is the raw bit pattern (uint8; uint16 for bf16); its *value* is what it decodes to.
 ml_dtypes (float8_e4m3fn, float8_e5m2, bfloat16) is the independent check in tests/test_fp8.py.

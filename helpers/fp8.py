@@ -60,7 +60,7 @@ def matmul_error_bound(k: int, fmt: str = "e4m3", out: str = "bf16", model: str 
         |C - ref| <= gamma_{K-1} (1 + theta) (|A| @ |B|) + theta |ref|          (model="worst").
     That holds for every input and summation order, but at K = 4096 it allows 2.4e-4 of |A| @ |B|, as much as one
     whole missing product: too loose to catch a dropped k-slice. Rounding errors of random sign add like a random
-    walk, so model="typical" uses sqrt(K) instead of K with the constants helpers/check.py applies to every bf16
+    walk, so model="typical" uses sqrt(K) instead of K with the constants helpers/correctness.py applies to every bf16
     rung (BOUND_C sqrt(K) EPS_ACC on the magnitude, ROUND_OUT[out] on |ref|, plus the two epilogue roundings).
 
     Which reference. "An FP32 matmul of the dequantized inputs" has exact products only when the dequantized

@@ -6,7 +6,7 @@ import functools
 import os
 from dataclasses import asdict, dataclass
 
-from .build import nvrtc_version
+from .compiler import nvrtc_version
 
 REPLAY_ENV = "GEMM_LADDER_REPLAY"  # set to 1 to replay even where a GPU is present
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .build import Build, apply_config, build
+from .compiler import Build, apply_config, build
 from .formats import FP8
 from .gpu import launch_arch, require_live
 from .registry import Probe, Rung, lookup

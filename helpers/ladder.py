@@ -10,10 +10,10 @@ import sys
 from dataclasses import asdict, dataclass, fields
 
 from . import results
-from .bench import (METHOD, Reading, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
+from .timing import (METHOD, Reading, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
                     measure_hgmma_peak, measure_hmma_peak, measure_l2_read, measure_tma_l2_curve, measure_tma_l2_read,
                     sm_clock_under_load)
-from .check import check
+from .correctness import check
 from .formats import FP8
 from .gpu import device, why_not_live
 from .kernel import kernel, variant
@@ -344,7 +344,7 @@ def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
     import json
     import subprocess
     r = _rung(rung_id)
-    script = ("import json, sys, time\nfrom helpers import check, rung\nfrom helpers.build import apply_config\n"
+    script = ("import json, sys, time\nfrom helpers import check, rung\nfrom helpers.compiler import apply_config\n"
               "from helpers.kernel import KernelFault\nr = rung(sys.argv[1])\n"
               "src = apply_config(r.path.read_text(), json.loads(sys.argv[2]))\nt0 = time.time()\n"
               "try:\n    out = str(check(r, *map(int, sys.argv[3:6]), source=src))\n"
@@ -369,7 +369,7 @@ def timing_demo(n: int = 2048, save: bool = True) -> dict:
 
         import cupy as cp
 
-        from .bench import time_gpu
+        from .timing import time_gpu
         from .launch import random_inputs
         a, b = random_inputs("bf16", n, n, n)
         out = cp.empty((n, n), a.dtype)
@@ -413,7 +413,7 @@ def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
     r = _rung(r) if isinstance(r, str) else r
 
     def how() -> dict:
-        from .bench import time_sustained
+        from .timing import time_sustained
         lau = prepare(r, n)
         b = bench(lau)
         best = next(name for name, t in b.others.items() if t is b.cublas)

@@ -146,7 +146,7 @@ def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
     return Launch(kern, m, n, k, *kern.geometry(m, n))
 
 
-def launch(r: Rung | str, a, b, c, source: str | None = None, scale: float = 1.0) -> None:
+def gemm(r: Rung | str, a, b, c, source: str | None = None, scale: float = 1.0) -> None:
     """C = A @ B with rung r (or its variant `source`); C = scale * (A @ B) for an FP8 rung. Shapes, dtypes and
     buffers are checked before the launch."""
     r = _rung(r) if isinstance(r, str) else r

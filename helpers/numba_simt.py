@@ -70,8 +70,8 @@ def compare(n: int = 2048, save: bool = True) -> list[dict]:
 
 def _compare_one(rid: str, n: int) -> dict:
     import cupy as cp
-    from .bench import time_gpu
-    from .check import reference
+    from .timing import time_gpu
+    from .correctness import reference
     from .launch import prepare, random_inputs
     twin = TWINS[rid]
     a, b = random_inputs("fp32", n, n, n)

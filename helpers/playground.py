@@ -17,7 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from .build import CompileError, apply_config, build
+from .compiler import CompileError, apply_config, build
 from .kernel import ShapeError
 from .launch import validate
 from .gpu import missing

@@ -7,7 +7,7 @@ import matplotlib
 
 import numpy as np
 
-from .build import intensity
+from .compiler import intensity
 from .registry import rung as _rung
 
 ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2", "tab:cyan")}

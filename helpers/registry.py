@@ -1,7 +1,7 @@
 """The ladder as data: one entry per rung. Chapters, tests, the CLI and the plots all iterate RUNGS.
 
 Tile sizes and thread counts are not repeated here: they live once, as `constexpr int` lines in the rung's
-`.cu` file, and `helpers.build` reads them from there. An entry only names which constants play which role.
+`.cu` file, and `helpers.compiler` reads them from there. An entry only names which constants play which role.
 """
 from __future__ import annotations
 

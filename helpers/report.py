@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import results
-from .build import Build
+from .compiler import Build
 from .gpu import can_run, device, live, why_not_live
 
 WATCH = ("FFMA", "HMMA", "HGMMA", "LDS", "LDSM", "LDG", "LDGSTS", "STG", "STS", "UTMALDG", "SYNCS",
@@ -203,7 +203,7 @@ def show_python(obj) -> None:
 
 def built_source(r) -> tuple[str, str]:
     """(label, text) of the source a rung actually compiles: its .cu with the registry's constexpr config applied."""
-    from .build import apply_config
+    from .compiler import apply_config
     label = f"kernels/{r.path.name}" + (" with " + ", ".join(f"{k}={v}" for k, v in r.config.items()) if r.config else "")
     return label, apply_config(r.path.read_text(), r.config)
 
@@ -220,7 +220,7 @@ def show_diff(before: str, after: str) -> None:
 
 def sass_claims(r) -> str:
     """The registry's SASS claims for a rung, checked against the cubin: stable across compiler versions."""
-    from .build import build as _build
+    from .compiler import build as _build
     b = _build(r)
     parts = [f"{op} {'yes' if b.count(op, r.entry) else 'MISSING'}" for op in r.sass_has]
     parts += [f"no {op} {'yes' if not b.count(op, r.entry) else 'FOUND'}" for op in r.sass_lacks]

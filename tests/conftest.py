@@ -60,7 +60,7 @@ def refusal(r, m: int, n: int, k: int) -> list[str] | None:
     where one of its tiles divides the shape, else the parts its one sentence must hold: the rung, the first
     dimension no tile divides with its value, the multiple it needs, the padded size, and the way out. A rung with
     tile choices (rung 10) needs the multiple of its most permissive tile."""
-    from helpers.build import apply_config, read_consts
+    from helpers.compiler import apply_config, read_consts
     text = r.path.read_text()
     tiles = [read_consts(apply_config(text, {**r.config, **extra})) for extra, _ in (({}, 1.0), *r.tile_choices)]
     dims = [(dim, value) for dim, value in (("M", m), ("N", n), ("K", k)) if dim in r.divides]

@@ -1,5 +1,6 @@
 """NVRTC, the driver API and NVML through maintained bindings (cuda.bindings, cuda.pathfinder, pynvml): no ctypes."""
 import os
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,9 +11,9 @@ from cuda.bindings import driver
 
 from helpers import CompileError, build
 from helpers import gpu, tma
-from helpers.build import compile_source, nvrtc_version
+from helpers.compiler import compile_source, nvrtc_version
 
-build_module = sys.modules["helpers.build"]
+build_module = sys.modules["helpers.compiler"]
 HELPERS = Path(__file__).resolve().parent.parent / "helpers"
 
 
@@ -133,9 +134,11 @@ def test_nvml_gives_the_driver_string_and_max_clocks(monkeypatch):
 
 
 def test_no_ctypes_and_no_nvidia_smi_left():
-    for name in ("build.py", "tma.py", "gpu.py"):
-        text = (HELPERS / name).read_text()
-        assert "ctypes" not in text and "nvidia-smi" not in text, name
+    # The house rule: the CUDA Python bindings and NVML, never ctypes or an nvidia-smi subprocess, anywhere in helpers.
+    for path in sorted(HELPERS.rglob("*.py")):
+        text = path.read_text()
+        assert not re.search(r"^\s*(import|from)\s+ctypes\b", text, re.M) and "ctypes." not in text, path.name
+        assert '"nvidia-smi"' not in text and "'nvidia-smi'" not in text, path.name
 
 
 @pytest.mark.gpu

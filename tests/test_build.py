@@ -4,7 +4,7 @@ import re
 import pytest
 
 from helpers import PROBES, RUNGS, CompileError, build, opcode_families, rung
-from helpers.build import parse_ptxas, read_consts, sass_inventory
+from helpers.compiler import parse_ptxas, read_consts, sass_inventory
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
@@ -88,7 +88,7 @@ def test_cache_is_keyed_by_source_and_options(tmp_path, monkeypatch):
     # A private, empty cache (no other test or xdist worker writes to it), so what lands in it can be counted: one
     # cubin and one log per compile. 01_naive compiles in a fraction of a second.
     import importlib
-    monkeypatch.setattr(importlib.import_module("helpers.build"), "CACHE", tmp_path)  # the module, not build()
+    monkeypatch.setattr(importlib.import_module("helpers.compiler"), "CACHE", tmp_path)  # the module, not build()
     r = RUNGS[0]
     a = build(r)
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".cubin", ".log"]
@@ -143,7 +143,7 @@ def test_setmaxnreg_splits_fit_the_pool_the_cta_got_at_launch(r):
 
 def test_a_split_past_the_pool_is_refused_at_compile_time():
     # 32 + 2 x 240 over 128 threads each is 65,536: the SM's file, but 1,024 more than the 64,512 the CTA gets.
-    from helpers.build import CompileError, apply_config
+    from helpers.compiler import CompileError, apply_config
     from helpers.explore import register_budget
     assert not register_budget(32, 240)["fits"] and register_budget(24, 240)["fits"]
     r = rung("09_setmaxnreg")
@@ -153,7 +153,7 @@ def test_a_split_past_the_pool_is_refused_at_compile_time():
 
 def test_chapter_01_register_tile_limits_are_what_ptxas_reports():
     # Chapter 01's common mistakes: a 16 x 8 patch per thread still fits, a 16 x 16 patch (256 accumulators) spills.
-    from helpers.build import apply_config
+    from helpers.compiler import apply_config
     r = rung("01_blocktile_2d")
     fits = build(r, source=apply_config(r.path.read_text(), {"TM": 16})).resources[r.entry]
     spills = build(r, source=apply_config(r.path.read_text(), {"TM": 16, "TN": 16})).resources[r.entry]
@@ -216,7 +216,7 @@ def test_chapter_05_ablation_changes_one_thing_a_step():
 def test_the_fp8_rung_compiles_to_qgmma_without_spills():
     """Chapter 12's rung: FP8 wgmma as exactly four QGMMA per stage, no bf16 HGMMA, rung 10's TMA, multicast and
     stmatrix epilogue, nothing in local memory."""
-    from helpers.build import compile_source
+    from helpers.compiler import compile_source
     from helpers.registry import KERNELS
     b = compile_source((KERNELS / "12_fp8.cu").read_text(), "kernels/12_fp8.cu", "sm_90a")
     inv, res = b.inventory("gemm_fp8"), b.resources["gemm_fp8"]

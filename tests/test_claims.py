@@ -401,7 +401,7 @@ def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
 def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
     """Ping-pong's napkin: L2 bytes per k step from step 3's byte count (explore.l2_bytes_per_k_tile on the rung's
     own constexprs), at the rate of cuBLAS in the run (the rate to beat), against the recorded L2 ceiling."""
-    from helpers.build import apply_config, read_consts
+    from helpers.compiler import apply_config, read_consts
     from helpers.explore import l2_bytes_per_k_tile
     from helpers.registry import rung
     text = _markdown("10_beyond_cublas.ipynb")

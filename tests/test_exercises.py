@@ -2,7 +2,7 @@
 GPU: the broken copy fails the check, the solution passes."""
 import pytest
 
-from helpers.build import build
+from helpers.compiler import build
 from helpers.exercises import KERNEL_EXERCISES
 from helpers.explore import conflict_degree, mma_fragment, register_budget, wgmma_desc_encode
 from helpers.hardware import MAX_SM_CLOCK_HZ, SMEM_PER_BLOCK_OPTIN, SMS
@@ -51,7 +51,7 @@ def _expect_tx_too_large(old: str, new: str, solution: str, broken: str) -> None
     # ch 07: expect_tx announces more bytes than the two TMA boxes bring, so the full barrier never completes and
     # the bounded wait traps (the symptom the task describes). Delivered bytes from the tile, independently: the
     # [BM, BK] box of A and the [BN, BK] box of Bt, bf16.
-    from helpers.build import read_consts
+    from helpers.compiler import read_consts
     good, bad = read_consts(solution), read_consts(broken)
     delivered = (good["BM"] + good["BN"]) * good["BK"] * 2
     assert good["TX_BYTES"] == delivered, good
@@ -66,7 +66,7 @@ WRONG_IN_THE_WAY = {"04_swizzle_store": _swizzled_b_store, "07_expect_tx": _expe
 def test_kernel_exercise_sources_compile(name):
     # The solution is the committed rung (its registry config applied), read here from the .cu itself; the broken
     # copy differs from it in exactly one line, in the way the task describes. Both compile (no GPU needed).
-    from helpers.build import apply_config
+    from helpers.compiler import apply_config
     from helpers.registry import rung
     ex = KERNEL_EXERCISES[name]
     r = rung(ex.rung)
@@ -161,7 +161,7 @@ def test_a_right_prediction_is_compared_and_a_wrong_one_rejected(chapter, capsys
 
 
 def _variant(rung_id: str, **config) -> dict:
-    from helpers.build import apply_config, read_consts
+    from helpers.compiler import apply_config, read_consts
     from helpers.registry import rung
     r = rung(rung_id)
     return read_consts(apply_config(apply_config(r.path.read_text(), r.config), config))

@@ -243,10 +243,10 @@ def test_typical_bound_catches_a_skipped_k_block():
 
 
 def test_typical_bound_is_helpers_check_rule_for_bf16_rungs():
-    """At acc_u = 2^-24 the FP8 bound is the one helpers.check applies to every bf16 rung (plus the two FP32
+    """At acc_u = 2^-24 the FP8 bound is the one helpers.correctness applies to every bf16 rung (plus the two FP32
     epilogue roundings), evaluated on the dequantized inputs: chapter 12 can reuse check's verdict."""
-    pytest.importorskip("cupy", reason="helpers.check dispatches through cupy.get_array_module")
-    from helpers.check import element_bound
+    pytest.importorskip("cupy", reason="helpers.correctness dispatches through cupy.get_array_module")
+    from helpers.correctness import element_bound
     k = 1024
     c, ref, magnitude, (da, db, _, _) = _fp8_gemm_case("e4m3", k=k, power_of_two=True)
     ours = fp8.matmul_error_bound(k)(magnitude, ref)

@@ -54,7 +54,7 @@ def test_every_rung_accepts_at_least_ten_shapes():
 
 
 def test_fp8_wgmma_sums_with_14_significant_bits_and_bf16_wgmma_with_fp32():
-    # The element-wise bound of the FP8 rung (helpers.check.EPS_ACC_OF) assumes this: a product 2^-14 below the
+    # The element-wise bound of the FP8 rung (helpers.correctness.EPS_ACC_OF) assumes this: a product 2^-14 below the
     # largest term is lost, 2^-13 is kept, wherever it sits along k. bf16 wgmma keeps all 24 bits of fp32.
     from helpers.fp8 import probe_accumulator
     fp8, bf16 = probe_accumulator("12_fp8"), probe_accumulator("10_beyond_cublas")
@@ -65,7 +65,7 @@ def test_fp8_wgmma_sums_with_14_significant_bits_and_bf16_wgmma_with_fp32():
 def test_fp8_scale_is_applied_once_and_refused_when_zero():
     import cupy as cp
     from helpers import prepare
-    from helpers.check import verdict
+    from helpers.correctness import verdict
     lau = prepare("12_fp8", 256, 256, 256)
     a, b = lau.inputs()
     c = lau.output()
@@ -79,19 +79,19 @@ def test_fp8_scale_is_applied_once_and_refused_when_zero():
 
 def test_wrong_dtype_is_refused_before_launch():
     import cupy as cp
-    from helpers import launch
+    from helpers import gemm
     a = cp.ones((128, 128), cp.float64)
     with pytest.raises(ShapeError, match="fp32"):
-        launch("01_warptiled", a, a, cp.empty((128, 128), cp.float32))
+        gemm("01_warptiled", a, a, cp.empty((128, 128), cp.float32))
 
 
 def test_fp32_c_is_refused_where_the_rung_writes_bf16():
     import cupy as cp
-    from helpers import launch
+    from helpers import gemm
     from helpers.launch import random_inputs
     a, b = random_inputs("bf16", 256, 256, 64, b_layout="nk")
     with pytest.raises(ShapeError, match="bf16 C"):
-        launch("10_beyond_cublas", a, b, cp.empty((256, 256), cp.float32))
+        gemm("10_beyond_cublas", a, b, cp.empty((256, 256), cp.float32))
 
 
 @pytest.mark.parametrize("name", ["01_naive", "01_smem_tiled"])
@@ -111,7 +111,7 @@ def test_numba_twin_on_cupy_arrays(name, shape):
 
 def test_probes_measure_plausible_ceilings():
     from helpers import device
-    from helpers.bench import measure_ffma_peak, measure_hbm_copy, measure_l2_read
+    from helpers.timing import measure_ffma_peak, measure_hbm_copy, measure_l2_read
     hbm, l2, ffma = measure_hbm_copy(0.5).value, measure_l2_read().value, measure_ffma_peak(1 << 12).value
     assert 0.5 < hbm < l2, (hbm, l2)  # L2 must beat HBM, or the L2 probe is measuring HBM
     # 128 FP32 lanes per SM, 2 FLOP per FFMA: the probe can neither beat the clock nor fall far below it,
@@ -129,7 +129,7 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     import sys
     script = (
         "from helpers import check, rung\n"
-        "from helpers.build import apply_config\n"
+        "from helpers.compiler import apply_config\n"
         "from helpers.kernel import KernelFault\n"
         "r = rung('07_tma')\n"
         "src = apply_config(r.path.read_text(), {'TX_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"

@@ -94,7 +94,7 @@ def test_the_cycle_finder_finds_a_cycle_and_resolves_relative_imports(tmp_path, 
 
 def test_helpers_have_no_import_cycle():
     graph = _import_graph()
-    assert {"helpers.registry", "helpers.ladder", "helpers.bench", "helpers.tiles"} <= set(graph)
+    assert {"helpers.registry", "helpers.ladder", "helpers.timing", "helpers.tiles"} <= set(graph)
     assert graph["helpers.registry"] == set()  # the leaf every other module imports
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
 
@@ -115,7 +115,7 @@ def clusters():
 
 def test_tile_candidates_are_the_rungs_own_tile_then_its_choices():
     # Rows are what M must divide into: a cluster tile (CLUSTER_BM = BM x CLUSTER), read here from the .cu.
-    from helpers.build import read_consts
+    from helpers.compiler import read_consts
     from helpers.tiles import tile_candidates
     c = read_consts(rung(FINAL).path.read_text())
     rows = c["BM"] * c["CLUSTER"]
@@ -164,7 +164,7 @@ def test_pick_tile_breaks_a_tie_for_the_first_candidate():
     assert [r["picked"] for r in rows] == [False, True]
 
 
-# ---- the headers a kernel pulls from kernels/ (helpers.build.local_headers) -------------------------------------
+# ---- the headers a kernel pulls from kernels/ (helpers.compiler.local_headers) -------------------------------------
 
 def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, monkeypatch):
     (tmp_path / "common").mkdir()
@@ -172,8 +172,8 @@ def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, 
     (tmp_path / "common" / "b.cuh").write_text('  #include "common/c.cuh"  // indented, commented\n')
     (tmp_path / "common" / "c.cuh").write_text('#include "common/a.cuh"\n')  # a cycle must end
     (tmp_path / "common" / "unused.cuh").write_text("int never_included;\n")
-    monkeypatch.setattr(importlib.import_module("helpers.build"), "KERNELS", tmp_path)  # the module, not build()
-    from helpers.build import local_headers
+    monkeypatch.setattr(importlib.import_module("helpers.compiler"), "KERNELS", tmp_path)  # the module, not build()
+    from helpers.compiler import local_headers
     source = ('#include <cuda_bf16.h>\n#include <mma.h>\n#include "common/a.cuh"\n#include "not_in_kernels.h"\n'
               '// #include "common/unused.cuh" is a comment, not an include\n')
     got = local_headers(source)
@@ -183,7 +183,7 @@ def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, 
 
 def test_local_headers_of_a_real_rung_include_the_nested_ones():
     # 07_tma.cu includes common/mbarrier.cuh, which includes common/globaltimer.cuh (not named by the rung).
-    from helpers.build import local_headers
+    from helpers.compiler import local_headers
     src = rung("07_tma").path.read_text()
     got = local_headers(src)
     assert "common/globaltimer.cuh" in got and '"common/globaltimer.cuh"' not in src
@@ -269,7 +269,7 @@ def test_obtain_refuses_a_broken_results_file_before_measuring(live_h100):
     assert how.calls == 0 and live_h100.read_text() == "[1, 2"
 
 
-# ---- the dry-queue sampler (helpers.bench._Sampler) ---------------------------------------------------------------
+# ---- the dry-queue sampler (helpers.timing._Sampler) ---------------------------------------------------------------
 
 class _FakeGPU:
     """Just enough of CuPy for _Sampler, on a simulated clock: the host's time advances by what each queued launch
@@ -317,7 +317,7 @@ class _FakeGPU:
 @pytest.fixture
 def sampler(monkeypatch):
     """_Sampler with CuPy, the spin kernel, NVML and the clock replaced by a _FakeGPU (make(...) builds one)."""
-    bench = importlib.import_module("helpers.bench")  # the module: `from helpers import bench` is the function
+    bench = importlib.import_module("helpers.timing")  # the module: `from helpers import bench` is the function
 
     def make(kernel_ns, host_ns_per_launch, nvml=None):
         gpu = _FakeGPU(kernel_ns, host_ns_per_launch)

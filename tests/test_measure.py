@@ -7,7 +7,7 @@ import pytest
 
 from helpers import ShapeError, rung
 from helpers import results
-from helpers.check import verdict
+from helpers.correctness import verdict
 from helpers.launch import square, validate
 
 
@@ -95,7 +95,7 @@ def test_a_timing_reports_the_median_and_the_middle_half_of_its_rounds():
     # bench._timing turns per-launch times and NVML samples into the Timing every row records. Expected values by
     # hand: of 5 sorted times the quartiles are the 2nd, 3rd and 4th; of 4, a quarter of the way between the 1st and
     # 2nd (1 + 0.75 x 1) and between the 3rd and 4th; rates invert times, so the slow quartile is the low rate.
-    from helpers.bench import _quartiles, _timing
+    from helpers.timing import _quartiles, _timing
     assert _quartiles([16.0, 1.0, 4.0, 2.0, 8.0]) == (2.0, 4.0, 8.0)
     assert _quartiles([4.0, 1.0, 3.0, 2.0]) == (1.75, 2.5, 3.25)
     assert _quartiles([3.0]) == (3.0, 3.0, 3.0)  # one round: no spread, not an error
@@ -113,7 +113,7 @@ def test_a_timing_reports_the_median_and_the_middle_half_of_its_rounds():
 @pytest.mark.gpu
 def test_cublas_against_itself_reads_one():
     import cupy as cp
-    from helpers.bench import time_gpu
+    from helpers.timing import time_gpu
     from helpers.launch import random_inputs
     a, b = random_inputs("bf16", 4096, 4096, 4096)
     out = cp.empty((4096, 4096), a.dtype)
@@ -128,7 +128,7 @@ def test_cublas_against_itself_reads_one():
 @pytest.mark.parametrize("rid", ["05_cp_async", "10_beyond_cublas"])
 def test_a_rung_against_itself_reads_one(rid):
     from helpers import prepare
-    from helpers.bench import time_gpu
+    from helpers.timing import time_gpu
     lau = prepare(rid, 4096)
     a, b = lau.inputs()
     args = lau.args(a, b, lau.output())
@@ -149,13 +149,13 @@ def test_bench_times_the_strongest_cublas_with_the_rungs_output_dtype():
 @pytest.mark.gpu
 def test_a_misaligned_view_is_refused_in_one_sentence():
     import cupy as cp
-    from helpers import launch
+    from helpers import gemm
     from helpers.launch import random_inputs
     a, b = random_inputs("bf16", 256, 256, 64, b_layout="nk")
     buf = cp.empty(256 * 256 + 2, dtype=a.dtype)
     c_bad = buf[2:].view().reshape(256, 256)  # contiguous, 4 bytes past a 16-byte boundary
     with pytest.raises(ShapeError, match="16-byte boundary"):
-        launch("10_beyond_cublas", a, b, c_bad)
+        gemm("10_beyond_cublas", a, b, c_bad)
 
 
 @pytest.mark.gpu

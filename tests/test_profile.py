@@ -172,7 +172,7 @@ def test_child_script_names_what_exists_and_tiers_nest():
     """The child only runs on the GPU host: at least its syntax and the attributes it reads are checked here."""
     from dataclasses import fields
 
-    from helpers.build import Build, Resources
+    from helpers.compiler import Build, Resources
     from helpers.kernel import Kernel
     from helpers.launch import Launch
     compile(prof.CHILD, "<child>", "exec")

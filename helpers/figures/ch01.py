@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from ..build import build
+from ..compiler import build
 from ..explore import wavefronts
 from ..hardware import CHUNK, FLOP_PER_FMA, KIB, SECTOR_BYTES, SLOTS, SMEM_BANKS, WARP
 from ..registry import rung

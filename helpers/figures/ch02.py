@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..build import build, intensity
+from ..compiler import build, intensity
 from ..hardware import FFMA_FLOP_PER_CLK, KIB, TENSOR_FLOP_PER_CLK, WARP
 from ..registry import rung
 from .common import A_COLOUR, B_COLOUR, BF16, FP32, axes
@@ -18,7 +18,7 @@ def _fragment_elements() -> dict:
     declares them (`__frag_base<T, num_elements>`); 16 x 16 / 32 where the header cannot be read."""
     default = {"a": 16 * 16 // WARP, "b": 16 * 16 // WARP, "acc": 16 * 16 // WARP}
     try:
-        from ..build import _include_dirs
+        from ..compiler import _include_dirs
         header = next(Path(d, "crt", "mma.h") for d in _include_dirs() if Path(d, "crt", "mma.h").exists())
         text = header.read_text()
     except Exception:   # no CUDA headers here: the arithmetic is the same
@@ -178,7 +178,7 @@ def fig_wmma_warp_tiles(ax=None):
 # ---- figure 2: FLOP per byte loaded, against what each pipe needs ---------------------------------------------------
 
 def fig_wmma_intensity(ax=None):
-    """FLOP per byte of global loads of chapter 01's best SIMT rung and of both WMMA rungs (helpers.build.intensity,
+    """FLOP per byte of global loads of chapter 01's best SIMT rung and of both WMMA rungs (helpers.compiler.intensity,
     from each kernel's tile constants), with the machine balance of each pipe: the recorded peak of the pipe divided
     by the recorded HBM and L2 bandwidth. A rung left of its pipe's balance line cannot keep that pipe busy from that
     memory. Beside each bar: the bytes per clock one SM would need to run its pipe at the datasheet peak."""

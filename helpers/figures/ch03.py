@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..build import build
+from ..compiler import build
 from ..explore import SHAPES, conflict_degree, ldmatrix_addresses, ldmatrix_x4, mma_fragment, wavefronts
 from ..hardware import BANK_BYTES, CHUNK, SMEM_BANKS
 from .common import BF16, axes, clean

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..build import build
+from ..compiler import build
 from ..explore import conflict_degree, ldmatrix_addresses, offset, wavefronts
 from ..hardware import BANK_BYTES, CHUNK, SLOTS, SMEM_BANKS, TENSOR_FLOP_PER_CLK, WAVEFRONT_BYTES
 from .common import BF16, axes, clean

@@ -1,7 +1,7 @@
 """Chapter 05 (cp.async): fig_cp_async_ring_timeline, fig_cp_async_littles_law, fig_cp_async_register_file."""
 from __future__ import annotations
 
-from ..build import build
+from ..compiler import build
 from ..explore import blocks_per_sm, pipeline_schedule
 from ..hardware import (KIB, MAX_WARPS_PER_SM, REGISTER_FILE, SCHEDULERS, SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK, SMS,
                         TENSOR_BOOST_HZ, TENSOR_FLOP_PER_CLK)

@@ -1,7 +1,7 @@
 """Chapter 07 (TMA): fig_load_instructions, fig_tma_box, fig_mbarrier_phase, fig_ring_parity."""
 from __future__ import annotations
 
-from ..build import build
+from ..compiler import build
 from ..explore import mbarrier_countdown, ring_parities
 from ..hardware import CHUNK, WARP
 from .common import BF16, axes, clean

@@ -1,7 +1,7 @@
 """Chapter 08 (warp specialization): fig_stage_clocks, fig_ring, fig_parities, fig_ring_bytes."""
 from __future__ import annotations
 
-from ..build import build
+from ..compiler import build
 from ..explore import ring_parities
 from ..hardware import KIB, SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK
 from .common import A_COLOUR, B_COLOUR, CONSUMER, PRODUCER, axes

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from ..build import build
+from ..compiler import build
 from ..explore import launch_registers, register_budget
 from ..hardware import KIB, MAX_REGS_PER_THREAD, REGISTER_FILE, TENSOR_FLOP_PER_CLK, WARP, WARPGROUP
 from .common import A_COLOUR, B_COLOUR, CONSUMER, PRODUCER, axes, clean

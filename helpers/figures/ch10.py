@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..build import build
+from ..compiler import build
 from ..explore import l2_bytes_per_k_tile
 from ..hardware import KIB
 from ..registry import rung

@@ -147,7 +147,7 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
     FP8 stage (checked against its kernel too), which keeps every box row at 128 bytes: BK doubles to 128, the bytes stay 48 KiB, the FLOP double. The
     FP8 tensor rate doubles too, so both stages last the same number of clocks at peak."""
     from matplotlib.patches import Patch
-    from ..build import build
+    from ..compiler import build
     c = build(rung_id).consts
     bf16, e4m3 = formats.ITEMSIZE["bf16"], formats.ITEMSIZE["e4m3"]
     rows = [("bf16", fp8.stage(c["BM"], c["BN"], c["BK"], bf16), TENSOR_FLOP_PER_CLK),

@@ -1,7 +1,7 @@
 // Shared-memory mbarriers (sm_90): the handshake between TMA copies, producers and consumers. Chapter 07 on.
 // Every wait is bounded: a barrier that never completes (a wrong expect_tx byte count, a wrong parity) traps
 // after MBARRIER_TIMEOUT_NS instead of freezing the GPU and the notebook, and the host turns the trap into a
-// sentence (helpers/check.py). No printf here: a call between wgmmas makes ptxas serialize them (C7510).
+// sentence (helpers/kernel.py). No printf here: a call between wgmmas makes ptxas serialize them (C7510).
 #pragma once
 #include "common/globaltimer.cuh"  // paths are relative to kernels/, as in the rungs
 

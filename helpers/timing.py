@@ -411,7 +411,7 @@ def measure_tma_l2_read(fraction_of_l2: float = 0.4, batch_ms: float = BATCH_MS)
     buffer of `fraction_of_l2` of the L2, as the TMA rungs' producers do, minus the math. The best of TMA_SCHEDULES;
     `detail` holds each one's rate."""
     import cupy as cp
-    from .build import apply_config
+    from .compiler import apply_config
     from .tma import tensor_map_2d
     probe_ = probe("tma_l2_read")
     dev = require_live(probe_.needs_cc)
