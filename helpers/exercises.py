@@ -133,7 +133,7 @@ def _speedup(fast: str, slow: str, n: int = 4096) -> tuple[float, list]:
 
 def _fp8_rate(x: dict) -> float:
     """Chapter 12: the napkin's speed-up of FP8 over BF16 on the same kernel, the tensor cores' rate ratio."""
-    from .fp8 import FP8_RATE
+    from .hardware import FP8_RATE
     return float(FP8_RATE)
 
 

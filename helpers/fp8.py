@@ -260,8 +260,6 @@ def accuracy_demo(rng: np.random.Generator, m: int = 256, k: int = 4096, n: int 
 
 # ---- what a ring stage carries ------------------------------------------------------------------------------------
 
-SWIZZLE_ROW = 128   # bytes in one row of a 128B-swizzled TMA box: its inner dimension may not be wider
-FP8_RATE = 2        # dense FP8 wgmma does twice the FLOP per clock of BF16 on H100 (1,979 vs 989 TFLOP/s, datasheet)
 
 
 def stage(bm: int, bn: int, bk: int, itemsize: int) -> dict:

@@ -56,9 +56,14 @@ CHUNK = 16                     # PTX ISA: one ldmatrix row address, one core-mat
 SMEM_PER_SM = 228 * KIB        # programming guide: shared memory per SM
 SMEM_PER_BLOCK_OPTIN = 227 * KIB   # programming guide: what one block may opt in to; the recorded env's
                                    # "smem_optin_bytes" says the same
+SMEM_DEFAULT_PER_BLOCK = 48 * KIB  # programming guide: dynamic shared memory a kernel gets without opting in
 SMEM_RESERVED_PER_BLOCK = 1 * KIB  # programming guide: shared memory the system reserves for each resident block
 SMEM_BANKS = 32                # programming guide: shared memory has 32 banks ...
 BANK_BYTES = 4                 # ... each serving one 4-byte word per wavefront
 WAVEFRONT_BYTES = SMEM_BANKS * BANK_BYTES   # 128 bytes: the most one wavefront serves
 SLOTS = WAVEFRONT_BYTES // CHUNK            # 8 slots of 16 bytes (4 banks each): two chunks in one slot conflict
 SMEM_BYTES_PER_CLK = WAVEFRONT_BYTES        # napkin assumption: one wavefront per clock per SM, reads and writes alike
+
+# ---- FP8 (chapter 12) ----------------------------------------------------------------------------------------------
+FP8_RATE = 2       # datasheet: dense FP8 wgmma does twice BF16's FLOP per clock on the H100 (1,979 vs 989 TFLOP/s)
+SWIZZLE_ROW = 128  # PTX ISA / CUDA driver API: a 128B-swizzled TMA box's inner dimension is at most 128 bytes

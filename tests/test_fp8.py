@@ -5,7 +5,7 @@ import pytest
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is the independent FP8 reference")
 
-from helpers import formats, fp8  # noqa: E402
+from helpers import formats, fp8, hardware  # noqa: E402
 
 REFERENCE = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "bf16": ml_dtypes.bfloat16}
 FP8 = ("e4m3", "e5m2")
@@ -301,9 +301,9 @@ def test_fp8_stage_keeps_the_bytes_and_doubles_the_k():
     from helpers import build
     c = build("10_beyond_cublas").consts
     bf16 = fp8.stage(c["BM"], c["BN"], c["BK"], 2)
-    e4m3 = fp8.stage(c["BM"], c["BN"], fp8.SWIZZLE_ROW, 1)
+    e4m3 = fp8.stage(c["BM"], c["BN"], hardware.SWIZZLE_ROW, 1)
     assert bf16["bytes"] == c["STAGE_BYTES"] == e4m3["bytes"]
-    assert bf16["row_bytes"] == e4m3["row_bytes"] == fp8.SWIZZLE_ROW
+    assert bf16["row_bytes"] == e4m3["row_bytes"] == hardware.SWIZZLE_ROW
     assert e4m3["flop"] == 2 * bf16["flop"] and e4m3["flop_per_byte"] == 2 * bf16["flop_per_byte"]
 
 

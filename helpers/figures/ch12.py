@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import formats, fp8
-from ..hardware import KIB, TENSOR_FLOP_PER_CLK
+from ..hardware import FP8_RATE, KIB, SWIZZLE_ROW, TENSOR_FLOP_PER_CLK
 from .common import A_COLOUR, B_COLOUR, axes, clean
 
 FIELD_COLOURS = {"sign": "0.55", "exponent": "tab:blue", "mantissa": "tab:orange"}
@@ -151,7 +151,7 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
     c = build(rung_id).consts
     bf16, e4m3 = formats.ITEMSIZE["bf16"], formats.ITEMSIZE["e4m3"]
     rows = [("bf16", fp8.stage(c["BM"], c["BN"], c["BK"], bf16), TENSOR_FLOP_PER_CLK),
-            ("e4m3", fp8.stage(c["BM"], c["BN"], fp8.SWIZZLE_ROW, e4m3), fp8.FP8_RATE * TENSOR_FLOP_PER_CLK)]
+            ("e4m3", fp8.stage(c["BM"], c["BN"], SWIZZLE_ROW, e4m3), FP8_RATE * TENSOR_FLOP_PER_CLK)]
     c8 = build("12_fp8").consts
     for (_, s, _), k in zip(rows, (c, c8)):
         if s["bytes"] != k["STAGE_BYTES"] or s["bk"] != k["BK"]:
