@@ -242,15 +242,7 @@ def test_broken_results_file_gives_one_clear_error(tmp_path, capsys, monkeypatch
     code, out, err = _main(capsys, "--plot", "")
     assert code == 2 and bad.read_text() == "[1, 2"  # nothing could be shown, and the file was left as it was
     assert f"{bad} is not valid JSON" in err and "fix or move it away. It was not changed." in err
-
-
-def test_a_broken_results_file_is_reported_once(tmp_path, capsys, monkeypatch):
-    bad = tmp_path / "bad.json"
-    bad.write_text("[1, 2")
-    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
-    monkeypatch.setenv("GEMM_LADDER_RESULTS", str(bad))
-    code, out, err = _main(capsys, "--plot", "")
-    assert err.count("is not valid JSON") == 1 and code == 2, (code, err)
+    assert err.count("is not valid JSON") == 1, err  # said once, before any rung, not once per rung
 
 
 def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch):
