@@ -15,6 +15,7 @@ fi
 GEMM_LADDER_REPLAY=1 python3 -m pytest -p no:cacheprovider -q -n auto --dist loadgroup tests chapters --nbval-lax
 rm -rf _build
 # The landing page's climb chart, drawn from the recorded results (never committed, so never stale).
+mkdir -p images
 GEMM_LADDER_REPLAY=1 python3 -m helpers ladder --n 4096 8192 --plot images/climb.png --json > /dev/null
 jupyter-book build . -W --keep-going -q
 test -s _build/html/index.html && echo "book built: _build/html/index.html"

@@ -1,58 +1,142 @@
-"""python -m helpers ladder [--n N ...] [--shape M N K ...] [--rungs ID ...] [--replay] [--json] [--plot PATH]
-python -m helpers profile [--n N ...] [--rungs ID ...] [--replay] [--json]"""
+"""The command line: python -m helpers {ladder, profile, sass, check} ... (each has --help)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from .gpu import REPLAY_ENV
 
+LADDER_HELP = """\
+Every rung against the strongest cuBLAS, as a table (or JSON rows) and a climb plot.
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m helpers", description="Climb the GEMM ladder.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    lad = sub.add_parser("ladder", help="run (or replay) every registered rung against cuBLAS")
-    lad.add_argument("--n", type=int, nargs="+", help="square sizes N (default 4096, unless --shape is given)")
-    lad.add_argument("--shape", type=int, nargs=3, action="append", metavar=("M", "N", "K"), default=[],
+Live (a GPU that can run the rung): each rung is checked on fresh random data and timed against cuBLAS by GPU time
+(spin-prefilled queue, equal batches, 15 interleaved rounds, median and IQR), then recorded in results/<gpu>.json.
+Anywhere else, or with --replay (or GEMM_LADDER_REPLAY=1), the rows recorded on the H100 are shown, labelled so; a
+rung and size never recorded is a "not measured" line. Environment: GEMM_LADDER_REPLAY (1 replays), GEMM_LADDER_RESULTS
+(another results file), GEMM_LADDER_RUN (one run id across processes: a row this run measured is reused).
+
+Columns: rung, size (N, or MxNxK), dtype, TFLOP/s (median), IQR, cuBLAS (the run's baseline TFLOP/s for that shape
+and dtype; the letter names which cuBLAS, listed under the table), ratio (TFLOP/s over cuBLAS), correct (the check
+passed: relative error and every element within its bound), measured (when). --json prints every recorded key.
+Rung ids: python -m helpers ladder --rungs nope lists them; helpers.registry.MAIN is the path the book climbs."""
+
+SASS_HELP = """\
+What the compiler made of a rung, with no GPU needed: registers, spills and shared memory from ptxas, the opcode
+families of its SASS, and the registry's SASS claims checked against the cubin. --listing prints the kernel's whole
+SASS (nvdisasm)."""
+
+CHECK_HELP = """\
+Run a rung once on fresh random inputs into a NaN-poisoned C and compare with cuBLAS in higher precision: the relative
+error of the whole matrix and an element-wise bound. Needs a GPU that can run the rung; elsewhere it says why in one
+sentence and exits 2."""
+
+
+def _size(text: str) -> int:
+    """A matrix size: a positive integer, refused before anything runs."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"sizes are positive; got {value}")
+    return value
+
+
+def _plot_path(text: str) -> str:
+    """Where the climb plot goes: a file in an existing folder, in a format matplotlib writes ('' for none)."""
+    if not text:
+        return text
+    from matplotlib.figure import Figure
+    path, formats = Path(text), Figure().canvas.get_supported_filetypes()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; name a file in it, e.g. {path / 'climb.png'}")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder {path.parent} does not exist; create it first or pick another")
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise argparse.ArgumentTypeError(f"{path.suffix or 'no extension'} is not a format matplotlib writes; use one "
+                                         f"of {', '.join('.' + f for f in sorted(formats))}")
+    return text
+
+
+def _unique(items: list) -> list:
+    return list(dict.fromkeys(items))
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m helpers", description="Climb the GEMM ladder on an H100.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{ladder,profile,sass,check}")
+    raw = argparse.RawDescriptionHelpFormatter
+    lad = sub.add_parser("ladder", help="every rung against cuBLAS: measured live, or the recorded H100 run",
+                         description=LADDER_HELP, formatter_class=raw)
+    lad.add_argument("--n", type=_size, nargs="+", help="square sizes N (default 4096, unless --shape is given)")
+    lad.add_argument("--shape", type=_size, nargs=3, action="append", metavar=("M", "N", "K"), default=[],
                      help="a non-square M N K (repeat the option for several)")
-    lad.add_argument("--rungs", nargs="+", help="rung ids (default: all registered rungs)")
+    lad.add_argument("--rungs", nargs="+", help="rung ids (default: every registered rung)")
     lad.add_argument("--replay", action="store_true", help="show recorded results even if a GPU is present")
     lad.add_argument("--json", action="store_true", help="print rows as JSON instead of a table")
-    lad.add_argument("--plot", default="climb.png", help="where to write the climb plot ('' for none)")
-    prof = sub.add_parser("profile", help="Nsight Compute profile of each rung on the main path (or the recorded one)",
-                          description=PROFILE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    prof.add_argument("--n", type=int, nargs="+", default=[4096, 8192], help="square sizes N (default: 4096 8192)")
+    lad.add_argument("--plot", type=_plot_path, default="climb.png",
+                     help="where to write the climb plot (default climb.png; '' for none)")
+    prof = sub.add_parser("profile", help="each rung's Nsight Compute profile (default: the main path)",
+                          description=PROFILE_HELP, formatter_class=raw)
+    prof.add_argument("--n", type=_size, nargs="+", default=[4096, 8192], help="square sizes N (default: 4096 8192)")
     prof.add_argument("--rungs", nargs="+", help="rung ids (default: the main path, helpers.registry.MAIN)")
     prof.add_argument("--replay", action="store_true", help="show recorded profiles even if a GPU and ncu are present")
     prof.add_argument("--json", action="store_true", help="print a JSON list, one object per rung and size")
+    sass = sub.add_parser("sass", help="registers, spills and SASS of a rung (no GPU needed)", description=SASS_HELP,
+                          formatter_class=raw)
+    sass.add_argument("rung", help="a rung id, e.g. 04_swizzle")
+    sass.add_argument("--listing", action="store_true", help="also print the kernel's whole SASS")
+    chk = sub.add_parser("check", help="is a rung right? one run on fresh data against cuBLAS (GPU)",
+                         description=CHECK_HELP, formatter_class=raw)
+    chk.add_argument("rung", help="a rung id, e.g. 10_beyond_cublas")
+    chk.add_argument("--n", type=_size, default=1024, help="square size N (default 1024)")
+    chk.add_argument("--shape", type=_size, nargs=3, metavar=("M", "N", "K"), help="a non-square M N K instead")
+    return p
+
+
+def main(argv=None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
-
-    if args.replay:
+    if getattr(args, "replay", False):
         os.environ[REPLAY_ENV] = "1"
-    if args.cmd == "profile":
-        return _profile(p, args)
-    from . import ladder, registry, report  # after the env var, so mode detection sees it
-
+    from . import gpu, registry  # after the env var, so mode detection sees it
+    from .results import ResultsError, load, path_for
     try:
-        chosen = [registry.rung(x) for x in args.rungs] if args.rungs else list(registry.RUNGS)
-    except KeyError as e:
+        gpu.replay_forced()
+        ids = [args.rung] if hasattr(args, "rung") else _unique(args.rungs or [])
+        chosen = [registry.rung(x) for x in ids]
+    except (ValueError, KeyError) as e:
         p.error(e.args[0])
-    from .results import ResultsError, load
+    if args.cmd == "sass":
+        return _sass(chosen[0], args.listing)
+    if args.cmd == "check":
+        return _check(chosen[0], tuple(args.shape) if args.shape else (args.n,) * 3)
     try:
-        if not report.live():
+        if not gpu.live():
+            if not path_for().exists():  # replay with nothing to replay: say so once, not once per rung
+                raise ResultsError(f"{path_for()} does not exist, so there is nothing to replay; unset "
+                                   f"GEMM_LADDER_RESULTS or point it at a results file.")
             load()  # replay reads the results file for every row: a broken one is said once, here
-        print(report.banner_text(), file=sys.stderr)
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.cmd == "profile":
+        return _profile(chosen or [registry.rung(x) for x in registry.MAIN], _unique(args.n), args.json)
+    return _ladder(args, chosen or list(registry.RUNGS))
 
-    from .report import progress
+
+def _ladder(args, chosen) -> int:
+    """The ladder subcommand: each rung and shape measured or replayed, a table or JSON, the climb plot."""
+    from . import ladder, report
+    from .results import ResultsError
+    print(report.banner_text(), file=sys.stderr)
     rows, missing = [], []
     sizes = args.n if args.n or args.shape else [4096]
-    shapes = [(n, n, n) for n in sizes or []] + [tuple(s) for s in args.shape]
-    for r, shape in progress([(r, shape) for shape in shapes for r in chosen], "the ladder"):
+    shapes = _unique([(n, n, n) for n in sizes or []] + [tuple(s) for s in args.shape])
+    for r, shape in report.progress([(r, shape) for shape in shapes for r in chosen], "the ladder"):
         label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
         try:
             rows.append(ladder.measure(r, *shape, missing_ok=True))  # never recorded: a "not measured" line
@@ -74,7 +158,11 @@ def main(argv=None) -> int:
     if args.plot and numbers:
         from .plot import save_climb
         ceilings = ladder.recorded_ceilings() if numbers[0].source == "recorded" else {}
-        save_climb(numbers, ceilings, args.plot)
+        try:
+            save_climb(numbers, ceilings, args.plot)
+        except OSError as e:
+            print(f"error: the climb plot could not be written to {args.plot} ({e.strerror or e}).", file=sys.stderr)
+            return 2
         print(f"climb plot written to {args.plot}", file=sys.stderr)
     return 0 if numbers and not missing else 1
 
@@ -103,17 +191,13 @@ Each object of --json has at least:
 (helpers/profile.py says how they are measured; its KEYS lists every key.)"""
 
 
-def _profile(p: argparse.ArgumentParser, args) -> int:
+def _profile(chosen, sizes, as_json: bool) -> int:
     """The profile subcommand: each requested rung and size profiled or replayed; anything missing is one line."""
-    from . import profile, registry
+    from . import profile
     from .ladder import NotRecorded
     from .results import ResultsError
-    try:
-        chosen = [registry.rung(x) for x in (args.rungs or registry.MAIN)]
-    except KeyError as e:
-        p.error(e.args[0])
     got, missing = [], []
-    for n in args.n:
+    for n in sizes:
         for r in chosen:
             try:
                 entry = profile.profile(r, n)
@@ -133,8 +217,51 @@ def _profile(p: argparse.ArgumentParser, args) -> int:
     for m in missing:
         print(m, file=sys.stderr)
     if got:  # nothing at all: the lines above say why, and stdout stays empty
-        print(json.dumps(got, indent=1) if args.json else profile.table(got))
+        print(json.dumps(got, indent=1) if as_json else profile.table(got))
     return 0 if got and not missing else 1
+
+
+def _sass(r, listing: bool) -> int:
+    """The sass subcommand: the build summary, the registry's SASS claims checked, and the listing on request."""
+    from . import report
+    from .compiler import CompileError, ToolMissing
+    from .kernel import kernel
+    try:
+        b = kernel(r).build
+        print(report.build_summary(b, r.entry))
+        print(report.sass_claims(r))
+        if listing:  # nvdisasm's text of this kernel's section of the cubin
+            sections = b.sass().split(".section\t.text.")
+            print(next((".section\t.text." + x for x in sections[1:] if x.startswith(r.entry + ",")), b.sass()))
+    except (CompileError, ToolMissing) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _check(r, shape: tuple) -> int:
+    """The check subcommand: one run on fresh data against cuBLAS in higher precision, or why it cannot run here."""
+    from .correctness import check
+    from .gpu import why_not_live
+    from .kernel import KernelFault, ShapeError
+    from .launch import validate
+    try:
+        validate(r, *shape)
+    except ShapeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    why = why_not_live(r.needs_cc, r.arch)
+    if why:
+        print(f"error: {why.replace(', so recorded results are shown instead of measuring', ', so nothing can be checked here')}",
+              file=sys.stderr)
+        return 2
+    try:
+        result = check(r, *shape)
+    except KernelFault as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(result)
+    return 0 if result.ok else 1
 
 
 if __name__ == "__main__":

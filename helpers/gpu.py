@@ -9,6 +9,17 @@ from dataclasses import asdict, dataclass
 from .compiler import nvrtc_version
 
 REPLAY_ENV = "GEMM_LADDER_REPLAY"  # set to 1 to replay even where a GPU is present
+_YES, _NO = ("1", "true", "yes"), ("", "0", "false", "no")
+
+
+def replay_forced() -> bool:
+    """Whether GEMM_LADDER_REPLAY asks for replay; a value that says neither yes nor no is refused in one sentence
+    (silently ignoring a typo would measure, and record, what the reader meant to replay)."""
+    value = os.environ.get(REPLAY_ENV, "").strip().lower()
+    if value not in _YES + _NO:
+        raise ValueError(f"{REPLAY_ENV}={os.environ[REPLAY_ENV]!r} is neither yes (1, true, yes) nor no (0, false, "
+                         f"no, or unset); set it to 1 to replay the recorded results.")
+    return value in _YES
 
 
 class NoGPU(RuntimeError):
@@ -92,7 +103,7 @@ def device() -> Device | None:
 
 def live() -> bool:
     """True when numbers can be measured now: a GPU is present and replay was not forced."""
-    return os.environ.get(REPLAY_ENV, "") not in ("1", "true", "yes") and device() is not None
+    return not replay_forced() and device() is not None
 
 
 def can_run(dev: Device, needs_cc: tuple, arch: str = "") -> bool:
@@ -105,7 +116,7 @@ def can_run(dev: Device, needs_cc: tuple, arch: str = "") -> bool:
 
 def missing(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
     """What is missing to run this here, as a clause ('no CUDA GPU is visible'), or None."""
-    if os.environ.get(REPLAY_ENV, "") in ("1", "true", "yes"):
+    if replay_forced():
         return f"{REPLAY_ENV} is set"
     dev = device()
     if dev is None:

@@ -10,9 +10,11 @@ WATCH = ("FFMA", "HMMA", "HGMMA", "LDS", "LDSM", "LDG", "LDGSTS", "STG", "STS", 
 
 
 def recorded_env() -> dict | None:
-    """The environment of the newest entry in the results file (the GPU the book was recorded on)."""
+    """The environment of the newest ladder row in the results file: the run the book's tables show (a later run
+    that only added probes or profiles does not move the date the banner names)."""
     data = results.load()
-    envs = [e["env"] for section in ("gemm", "ceilings") for e in data[section].values() if "env" in e]
+    envs = [e["env"] for e in data["gemm"].values() if "env" in e] or \
+           [e["env"] for e in data["ceilings"].values() if "env" in e]
     return max(envs, key=lambda e: e["date"]) if envs else None
 
 

@@ -37,6 +37,8 @@ def path_for(slug: str | None = None) -> Path:
 def load(path: Path | None = None) -> dict:
     """The recorded results, or an empty record if the file does not exist yet."""
     path = path or path_for()
+    if path.is_dir():
+        raise ResultsError(f"{path} is a directory, not a results file; point {RESULTS_ENV} at a .json file.")
     if not path.exists():
         return {"ceilings": {}, "gemm": {}}
     try:

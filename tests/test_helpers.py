@@ -6,10 +6,11 @@ import os
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
-from helpers import RUNGS, ShapeError, intensity, rung
+from helpers import RUNGS, ShapeError, build, intensity, rung, sass_claims
 from helpers import results
 from helpers.correctness import CheckResult
 from helpers.launch import validate
@@ -383,3 +384,75 @@ def test_ch01_figures_draw_what_the_models_count(name, says):
             assert len(outlines) == sum(len(d[op]["sectors"]) for d in s for op in "ABC") == 74
     finally:
         plt.close(ax.figure)
+
+
+def _cli_main(capsys, *args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `python -m helpers ARGS`, in this process."""
+    from helpers.__main__ import main
+    try:
+        code = main(list(args))
+    except SystemExit as e:  # argparse refusing the arguments
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--n", "0"], "argument --n: sizes are positive; got 0"),
+    (["--n", "-128"], "argument --n: sizes are positive; got -128"),
+    (["--plot", "/proc/nope/climb.png"], "the folder /proc/nope does not exist"),
+    (["--plot", "climb.xyz"], ".xyz is not a format matplotlib writes; use one of"),
+    (["--plot", "/tmp"], "/tmp is a folder; name a file in it, e.g. /tmp/climb.png"),
+])
+def test_the_cli_refuses_bad_arguments_in_one_sentence_before_anything_runs(capsys, monkeypatch, args, says):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    code, out, err = _cli_main(capsys, "ladder", *args)
+    assert code == 2 and says in err and "Traceback" not in err and "skipped" not in err and out == "", err
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"GEMM_LADDER_RESULTS": "/tmp"}, "/tmp is a directory, not a results file"),
+    ({"GEMM_LADDER_RESULTS": "/nonexistent/x.json"}, "/nonexistent/x.json does not exist, so there is nothing to "
+                                                     "replay"),
+    ({"GEMM_LADDER_REPLAY": "garbage"}, "GEMM_LADDER_REPLAY='garbage' is neither yes"),
+])
+def test_the_cli_refuses_a_bad_environment_in_one_sentence(capsys, monkeypatch, env, says):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code, out, err = _cli_main(capsys, "ladder", "--plot", "")
+    assert code == 2 and says in err and "Traceback" not in err and err.count("\n") <= 2, err
+    assert not Path("/nonexistent").exists()
+
+
+def test_the_cli_prints_each_rung_and_size_once(capsys, monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    code, out, err = _cli_main(capsys, "ladder", "--json", "--plot", "", "--n", "4096", "4096",
+                               "--rungs", "10_beyond_cublas", "10_beyond_cublas")
+    rows = json.loads(out)
+    assert code == 0 and [(r["rung"], r["n"]) for r in rows] == [("10_beyond_cublas", 4096)]
+    assert "[" not in err.replace("[NVIDIA", "")  # replay draws no progress lines
+
+
+def test_the_sass_subcommand_reports_the_build_without_a_gpu(capsys, monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    code, out, err = _cli_main(capsys, "sass", "04_swizzle")
+    r, b = rung("04_swizzle"), build("04_swizzle")
+    assert code == 0 and f"{b.resources[r.entry].registers} registers" in out
+    assert sass_claims(r) in out and "MISSING" not in out
+    code, out, _ = _cli_main(capsys, "sass", "04_swizzle", "--listing")
+    assert code == 0 and ".text.gemm_swizzle" in out and "HMMA.16816.F32.BF16" in out
+
+
+def test_the_check_subcommand_says_why_it_cannot_run_here(capsys, monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    code, out, err = _cli_main(capsys, "check", "04_swizzle", "--n", "1000")
+    assert code == 2 and "04_swizzle handles M only in multiples of 128 (BM); got M=1000" in err
+    code, out, err = _cli_main(capsys, "check", "04_swizzle", "--n", "1024")
+    assert code == 2 and err.strip() == "error: GEMM_LADDER_REPLAY is set, so nothing can be checked here."
+
+
+@pytest.mark.parametrize("cmd", ["ladder", "profile", "sass", "check"])
+def test_every_subcommand_explains_itself(capsys, cmd):
+    code, out, _ = _cli_main(capsys, cmd, "--help")
+    assert code == 0 and len(out.splitlines()) > 8 and "usage: python -m helpers " + cmd in out
