@@ -39,11 +39,6 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
-    # nbval runs a notebook's cells in order in one kernel: under `pytest -n N --dist loadgroup` they must stay on
-    # one worker, so each notebook is one group (the other tests carry no group and spread over the workers).
-    for item in items:
-        if type(item).__name__ == "IPyNbCell":
-            item.add_marker(pytest.mark.xdist_group(item.parent.nodeid))
     items.sort(key=lambda item: "slow" not in item.keywords)  # stable: otherwise in collection order
 
 
