@@ -35,8 +35,11 @@ for step in $steps; do
   echo "=== $step"; t0=$(date +%s)
   case $step in
     tests)    python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$LOGS/tests.log" || status=1 ;;
+    # --report-api-errors no: cuda.bindings resolves every driver entry point it knows with cuGetProcAddress, and
+    # the ones this driver lacks come back CUDA_ERROR_INVALID_VALUE (34 host-side "errors", seen 2026-11-25); the
+    # kernels' own memory, race and sync errors are still reported and still fail the step.
     sanitize) for tool in memcheck racecheck synccheck; do
-                compute-sanitizer --tool $tool --error-exitcode 9 python3 ci/small_shapes.py 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
+                compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 ci/small_shapes.py 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     ceilings) python3 -c "from helpers import CEILINGS, ceiling
 for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
