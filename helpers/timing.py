@@ -329,10 +329,11 @@ def _rate(run, amount: float, batch_ms: float = BATCH_MS) -> Reading:
 def measure_hbm_copy(gib: float = 2.0) -> Reading:
     """Device-to-device copy bandwidth in TB/s, counting bytes read plus bytes written."""
     import cupy as cp
+    from .hardware import MAX_THREADS_PER_SM  # here: hardware reads the results file, which import helpers need not
     fn, threads = _probe_fn("hbm_copy")
     n4 = int(gib * 2**30) // 16
     src, dst = cp.ones(n4 * 4, cp.float32), cp.empty(n4 * 4, cp.float32)
-    blocks = require_live().sms * 8
+    blocks = require_live().sms * (MAX_THREADS_PER_SM // threads)  # a full SM of threads: loads in flight everywhere
     got = _rate(lambda: fn((blocks,), (threads,), (src, dst, np.int64(n4))), 2 * n4 * 16)
     if not bool((dst[:: 4096] == 1).all()):
         raise RuntimeError("the copy probe did not copy: its bandwidth number would be meaningless")
@@ -342,11 +343,12 @@ def measure_hbm_copy(gib: float = 2.0) -> Reading:
 def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> Reading:
     """Read bandwidth from L2 in TB/s: a buffer that fits in L2 (0.4 of it), read `passes` times with .cg."""
     import cupy as cp
+    from .hardware import MAX_THREADS_PER_SM
     fn, threads = _probe_fn("l2_read")
     dev = require_live()
     n4 = int(dev.l2_bytes * fraction_of_l2) // 16
     src = cp.ones(n4 * 4, cp.float32)
-    blocks = dev.sms * 8
+    blocks = dev.sms * (MAX_THREADS_PER_SM // threads)
     sink = cp.empty(blocks * threads, cp.float32)
     return _rate(lambda: fn((blocks,), (threads,), (src, np.int64(n4), np.int32(passes), sink)), passes * n4 * 16)
 
@@ -354,9 +356,10 @@ def measure_l2_read(fraction_of_l2: float = 0.4, passes: int = 40) -> Reading:
 def measure_ffma_peak(iters: int = 1 << 14) -> Reading:
     """FP32 FFMA throughput in TFLOP/s from independent FMA chains (2 FLOP each), no memory traffic."""
     import cupy as cp
+    from .hardware import MAX_THREADS_PER_SM
     fn, threads = _probe_fn("ffma_peak")
     chains = kernel("ffma_peak").consts["CHAINS"]
-    blocks = require_live().sms * 8  # 2048 threads per SM: every scheduler has warps to pick from
+    blocks = require_live().sms * (MAX_THREADS_PER_SM // threads)  # every scheduler has warps to pick from
     sink = cp.empty(blocks * threads, cp.float32)
     return _rate(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.float32(0.999), np.float32(1e-3))),
                  2.0 * chains * iters * blocks * threads)
@@ -365,11 +368,12 @@ def measure_ffma_peak(iters: int = 1 << 14) -> Reading:
 def measure_hmma_peak(iters: int = 1 << 12) -> Reading:
     """mma.sync m16n8k16 BF16 throughput in TFLOP/s: independent MMAs on register operands, no memory."""
     import cupy as cp
+    from .hardware import MAX_THREADS_PER_SM, WARP
     fn, threads = _probe_fn("hmma_peak")
     chains = kernel("hmma_peak").consts["MMA_CHAINS"]
-    blocks = require_live().sms * 4  # 32 warps per SM
+    blocks = require_live().sms * (MAX_THREADS_PER_SM // 2 // threads)  # half an SM of warps: 32 per SM
     sink = cp.empty(blocks * threads, cp.float32)
-    warps = blocks * threads // 32
+    warps = blocks * threads // WARP
     return _rate(lambda: fn((blocks,), (threads,), (sink, np.int32(iters), np.uint32(0x3F803F80))),
                  4096.0 * chains * iters * warps)
 
