@@ -242,7 +242,7 @@ def _sass(r, listing: bool) -> int:
 def _check(r, shape: tuple) -> int:
     """The check subcommand: one run on fresh data against cuBLAS in higher precision, or why it cannot run here."""
     from .correctness import check
-    from .gpu import why_not_live
+    from .gpu import missing
     from .kernel import KernelFault, ShapeError
     from .launch import validate
     try:
@@ -250,10 +250,9 @@ def _check(r, shape: tuple) -> int:
     except ShapeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    why = why_not_live(r.needs_cc, r.arch)
-    if why:
-        print(f"error: {why.replace(', so recorded results are shown instead of measuring', ', so nothing can be checked here')}",
-              file=sys.stderr)
+    gap = missing(r.needs_cc, r.arch)  # the clause why_not_live builds its sentence from
+    if gap:
+        print(f"error: {gap[0].upper()}{gap[1:]}, so nothing can be checked here.", file=sys.stderr)
         return 2
     try:
         result = check(r, *shape)

@@ -212,15 +212,8 @@ def test_replay_shows_a_rung_never_recorded_as_not_measured(tmp_results):
 
 def _main(capsys, *args) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of `python -m helpers ladder ARGS`, run in this process: the CLI's whole logic is
-    main(), and `python -m helpers` itself is exercised by the subprocess test above. Saves a Python start-up and
-    the helpers' imports (over a second) per call."""
-    from helpers.__main__ import main
-    try:
-        code = main(["ladder", *args])
-    except SystemExit as e:  # argparse refusing the arguments
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    main(), and `python -m helpers` itself is exercised by the subprocess test above."""
+    return _cli_main(capsys, "ladder", *args)
 
 
 def test_cli_table_and_clear_errors(capsys, monkeypatch):
