@@ -1,5 +1,5 @@
 """Try variants of a rung's constexpr configuration against the strongest cuBLAS (same rounds), at several sizes,
-and record each (section "variants", with the run id) so chapters 10 and 12 can show what was tried. Not a test.
+and record each (section "variants", with the run id) so chapters 01, 10 and 12 can show what was tried. Not a test.
 
     python ci/tune.py [RUNG ...]   -> one line per variant and size: TFLOP/s, % of cuBLAS, registers, correctness
 """
@@ -14,6 +14,8 @@ SIZES = (2048, 4096, 8192)
 VARIANTS = {
     "10_beyond_cublas": [{}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}, {"C_BUFFERS": 4}],
     "12_fp8": [{}, {"GROUP_M": 16}, {"CLUSTER": 1}],
+    # chapter 01: rung 4 held to 128 registers, so two blocks fit an SM as they do for rung 5: occupancy alone
+    "01_blocktile_2d": [{}, {"MIN_BLOCKS": 2}],
 }
 # The steady rate of rung 10's three tiles, where every one of them fills its waves alike (97% and 99% busy at
 # 6144 and 12288): what helpers.registry's MID_RATE and NARROW_RATE stand for. {} is the committed 128 x 256.

@@ -89,15 +89,14 @@ def _ldmatrix_ceiling(x: dict) -> float:
     return flop / wavefronts * SMS * MAX_SM_CLOCK_HZ / 1e12
 
 
-def _smem_bound_speedup(x: dict) -> float:
-    """Chapter 06: the wide rung's rate over the narrow one's if shared memory were the only limit: each runs at
-    min(1, tensor clocks / shared-memory clocks) of the same peak (the chapter's fig_smem_budget)."""
-    from .figures.ch06 import wgmma_smem_bytes
-
-    def share(rung_id: str) -> float:
-        flop, reads, writes = wgmma_smem_bytes(_consts(rung_id))
-        return min(1.0, flop / TENSOR_FLOP_PER_CLK / ((reads + writes) / SMEM_BYTES_PER_CLK))
-    return share("06_wgmma_wide") / share("06_wgmma_m64n64")
+def _load_roof_speedup(x: dict) -> float:
+    """Chapter 06: the wide rung's rate over the narrow one's if the L2 load path were the only limit: each runs at
+    its block tile's FLOP per byte loaded, 2 BM BN / (2 (BM + BN)) for bf16, times the same LDG/cp.async roof, below
+    the wgmma peak, so the roof itself cancels out."""
+    def flop_per_byte(rung_id: str) -> float:
+        c = _consts(rung_id)
+        return 2 * c["BM"] * c["BN"] / (2 * (c["BM"] + c["BN"]))
+    return flop_per_byte("06_wgmma_wide") / flop_per_byte("06_wgmma_m64n64")
 
 
 def _issue_speedup(x: dict) -> float:
@@ -159,13 +158,12 @@ PREDICTIONS = {
         "its first ldmatrix, and with one block per SM nothing else runs meanwhile: that wait comes on top of the "
         "wavefronts (chapter 05 overlaps it)."),
     ("06", 3): Prediction(
-        _smem_bound_speedup, lambda: _speedup("06_wgmma_wide", "06_wgmma_m64n64"),
+        _load_roof_speedup, lambda: _speedup("06_wgmma_wide", "06_wgmma_m64n64"),
         "06_wgmma_wide / 06_wgmma_m64n64 at N=4096", "{:.3f}x", 0.1,
-        "two bounds give the ratio of two rates only if both rungs reach the same share of their bound. Neither is "
-        "bound by shared memory: every k tile also waits for its copies, crosses a block barrier and drains its "
-        "wgmma group (wait_group 0) before the next can start, and the model has no term for that time. The two "
-        "rungs spend different amounts of it (the wide one issues more copies per thread and runs a shallower "
-        "ring), so their shares differ."),
+        "two bounds give the ratio of two rates only if both rungs reach the same share of their bound. The narrow "
+        "rung sits on the load-path roof (its profile: L2 -> SM at about 99% of chapter 00's LDG probe), but the "
+        "wide one stops short of it: every k tile waits at a block barrier and drains its wgmma group (wait_group 0) "
+        "before the next can start, and its profile's top stall is that barrier. The model has no term for it."),
     ("10", 5): Prediction(
         _tile_speedup, lambda: _speedup("10_beyond_cublas", "10_stmatrix", 3072),
         "10_beyond_cublas / 10_stmatrix at N=3072", "{:.3f}x", 0.1,

@@ -221,17 +221,25 @@ def wgmma_accumulator(n: int = 64) -> tuple[np.ndarray, np.ndarray]:
     return thread, reg
 
 
-def mbarrier_countdown(expect_tx: int, copies: list[int], arrivals: int = 1) -> list[tuple[str, int, bool]]:
-    """Replay one phase of a TMA barrier: (event, transaction bytes still pending, phase complete?).
-    The phase completes when the pending arrival count and the pending bytes both reach zero."""
-    events, pending_arrivals, pending = [], arrivals, 0
-    pending_arrivals -= 1
-    pending += expect_tx
-    events.append((f"arrive.expect_tx({expect_tx} B)", pending, pending_arrivals == 0 and pending == 0))
+def mbarrier_countdown(expect_tx: int, copies: list[int], arrivals: int = 1) -> list[tuple[str, int, int, bool]]:
+    """Replay one phase of a TMA barrier: (event, bytes landed so far, transaction bytes still pending, phase
+    complete?). The phase completes the moment the pending arrivals and the pending bytes both reach zero, which
+    with too small an expect_tx is part-way through the last copy: that copy is then split in two events, and the
+    bytes still landing after the phase completed are counted against the barrier's next phase (its tx-count goes
+    below zero), which is why "pending" ends negative there."""
+    events, pending_arrivals, pending, landed, done = [], arrivals - 1, expect_tx, 0, False
+    events.append((f"arrive.expect_tx({expect_tx} B)", landed, pending, pending_arrivals == 0 and pending == 0))
     for i, size in enumerate(copies):
-        pending -= size
-        done = pending_arrivals == 0 and pending <= 0
-        events.append((f"TMA copy {i} lands ({size} B)", pending, done))
+        if not done and pending_arrivals == 0 and 0 < pending < size:   # this copy completes the phase mid-way
+            landed, head = landed + pending, pending
+            events.append((f"TMA copy {i}: first {head} of {size} B land", landed, 0, True))
+            done, pending, size = True, 0, size - head
+            label = f"TMA copy {i}: last {size} B land, in the next phase"
+        else:
+            label = f"TMA copy {i} lands ({size} B)" + (", in the next phase" if done else "")
+        landed, pending = landed + size, pending - size
+        done = done or (pending_arrivals == 0 and pending == 0)
+        events.append((label, landed, pending, done))
     return events
 
 

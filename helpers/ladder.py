@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from . import results
 from .timing import (METHOD, Reading, back_to_back, bench, layout_name, measure_cublas, measure_ffma_peak, measure_hbm_copy,
                     measure_hgmma_peak, measure_hmma_peak, measure_l2_read, measure_tma_l2_curve, measure_tma_l2_read,
+                    measure_tma_multicast,
                     sm_clock_under_load)
 from .correctness import check
 from .formats import FP8
@@ -227,6 +228,10 @@ CEILINGS = {
     "tma_l2_read": ("L2 -> shared memory through TMA, a 20 MB working set (as l2_read's)", "TB/s", measure_tma_l2_read),
     "tma_l2_gemm": ("L2 -> shared memory through TMA at a GEMM's working set (2.6 MB): the load path of rungs 07 on",
                     "TB/s", measure_tma_l2_curve),
+    # The same path multicast to 2-CTA clusters (rung 10's B tile): bytes landed in shared memory, both CTAs counted;
+    # L2 supplies half of them (the detail).
+    "tma_multicast": ("L2 -> shared memory through TMA multicast to 2-CTA clusters at a GEMM's working set (2.6 MB), "
+                      "bytes landed in both CTAs", "TB/s", measure_tma_multicast),
     "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
     "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
     "hgmma_peak": ("BF16 wgmma (HGMMA) peak, zero operands (probe)", "TFLOP/s", measure_hgmma_peak),

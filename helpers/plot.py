@@ -10,7 +10,12 @@ import numpy as np
 from .compiler import intensity
 from .registry import rung as _rung
 
-ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2", "tab:cyan")}
+# Each bandwidth roof is the measured probe of one data path, and a rung is drawn against the path it loads through:
+# LDG and cp.async rungs against the LDG probe's L2 roof, TMA rungs against the TMA probe's (chapter 00 measures
+# both; they differ, so one roof for all would put the TMA rungs above it).
+ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2 -> SM by LDG/cp.async", "tab:cyan"),
+         "tma_l2_gemm": ("L2 -> shared memory by TMA", "tab:olive")}
+PATH_MARKER = {"l2_read": ("o", "loads by LDG/cp.async"), "tma_l2_gemm": ("s", "loads by TMA")}
 PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak", "tab:green"),
          "hgmma_peak": ("wgmma peak, zero operands", "tab:pink"),
          "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red"),
@@ -29,8 +34,14 @@ def _source_note(items) -> str:
     return "recorded on " + "; ".join(sorted({f"{x.gpu}, {x.date[:10]}" for x in items}))
 
 
+def load_path(r) -> str:
+    """The ceiling id of the L2 path a rung loads its operands through: TMA (tensor maps) or LDG/cp.async."""
+    return "tma_l2_gemm" if r.operands.startswith("tensor_maps") else "l2_read"
+
+
 def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
-    """Bandwidth roofs (TB/s x FLOP/B) and compute peaks, with each row placed at its rung's intensity."""
+    """Bandwidth roofs (TB/s x FLOP/B) and compute peaks, with each row placed at its rung's intensity; a row's
+    marker says which L2 path it loads through, so it is read against that path's roof."""
     import matplotlib.pyplot as plt
     ax = ax or plt.subplots(figsize=(7.5, 4.8))[1]
     x = np.logspace(-1.5, 3, 200)
@@ -44,10 +55,16 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
         if cid in ceilings:
             ax.axhline(ceilings[cid].value, color=colour, ls="--", lw=1.2,
                        label=f"{label} {ceilings[cid].value:.0f} TFLOP/s")
+    paths = set()
     for row in _numbers(rows):
-        ai = intensity(_rung(row.rung))
-        ax.scatter([ai], [row.tflops], zorder=3, s=30)
+        r = _rung(row.rung)
+        ai, path = intensity(r), load_path(r)
+        paths.add(path)
+        ax.scatter([ai], [row.tflops], zorder=3, s=30, marker=PATH_MARKER[path][0])
         ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8)
+    if len(paths) > 1 or "tma_l2_gemm" in paths:  # a legend line per marker, so the reader knows which roof is whose
+        for path in sorted(paths):
+            ax.scatter([], [], marker=PATH_MARKER[path][0], color="grey", label=f"rung {PATH_MARKER[path][1]}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",
            ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *_numbers(rows)])})")
     ax.grid(True, which="both", alpha=0.25)

@@ -188,6 +188,9 @@ PROBES: tuple[Probe, ...] = (
           needs_cc=(9, 0), sass_has=("HGMMA.64x64x16.F32.BF16",)),
     Probe("tma_l2_read", "L2 -> shared memory through TMA", "probe_tma_l2", needs_cc=(9, 0),
           sass_has=("UTMALDG.2D", "SYNCS")),
+    # The same path in 2-CTA clusters, each box half fetched by each CTA and multicast to both (rung 10's B tile).
+    Probe("tma_multicast", "L2 -> shared memory through TMA, multicast to a 2-CTA cluster", "probe_tma_multicast",
+          needs_cc=(9, 0), sass_has=("UTMALDG.2D.MULTICAST", "SYNCS")),
 )
 
 

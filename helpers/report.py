@@ -30,8 +30,9 @@ def _split(items) -> tuple[list[str], list[str]]:
 
 
 def _names(ids: list[str]) -> str:
-    """A short list in full; a long one (chapter 11 shows every rung) as a count or a range of chapters."""
-    if len(ids) <= 5:
+    """A short list in full; a long one (chapter 11 shows every rung) as a count or a range of chapters. Probes
+    carry names, not chapter numbers: chapter 00 lists them all."""
+    if len(ids) <= 5 or not ids[0][:2].isdigit():
         return ", ".join(ids)
     first, last = ids[0][:2], ids[-1][:2]
     return f"all {len(ids)} of its rungs" if first == last else f"the rungs of chapters {first}-{last}"

@@ -17,7 +17,7 @@ import functools
 import math
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -169,6 +169,7 @@ class Contender:
     label: str        # what was timed, in words (the `cublas_ref` of a row)
     run: object       # fn(i): queue one launch on input set i
     same_out: bool    # writes C in the rung's output dtype: only those may be the reference
+    group: str | None = None  # cuBLASLt candidates of one Matmul share it: the stable name of the fastest of them
 
 
 def layout_name(b_layout: str) -> str:
@@ -176,14 +177,37 @@ def layout_name(b_layout: str) -> str:
     return "TN" if b_layout == "nk" else "NN"
 
 
-def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str) -> list:
-    """Plan and autotune an nvmath-python Matmul, and return two contenders over `operands` (the (a, b) pairs it
-    takes, rotated per launch): the heuristic's first algorithm and the fastest after autotuning. `what` opens the
+LT_CANDIDATES = 6  # cuBLASLt algorithms timed per Matmul: the heuristic's first ones (autotune's pick added if not)
+
+
+def _algo_words(algo) -> str:
+    """An nvmath-python Algorithm in words: its id, tile and cluster shape (whichever this version reports)."""
+    words = [f"algorithm {algo.algorithm_id}"]
+    for what, attr in (("tile", "tile"), ("cluster", "cluster_shape")):
+        try:
+            v = getattr(algo, attr)
+        except Exception:  # noqa: BLE001 - an attribute this cuBLASLt does not report for this algorithm
+            continue
+        if isinstance(v, (tuple, list)) and v and all(isinstance(x, int) for x in v):
+            words.append(f"{what} {'x'.join(str(x) for x in v)}")
+    return ", ".join(words)
+
+
+def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str,
+             limit: int = LT_CANDIDATES) -> list:
+    """Plan an nvmath-python Matmul and return one contender per candidate algorithm over `operands` (the (a, b)
+    pairs it takes, rotated per launch): the heuristic's first `limit` algorithms, plus autotune's pick when it is
+    not among them. The harness times them all in its own interleaved GPU-time rounds and the fastest median wins
+    (bench): autotune's pick alone moved between runs (a 128x128 tile one run, 256x128 the next) and with it the
+    ratio. The heuristic's first is named `heuristic_name` as before; the others `heuristic_name #i` (i: the
+    heuristic's rank); all carry `tuned_name` as their group, the name bench gives the fastest of them. Each extra
+    contender costs about ROUNDS x BATCH_MS (15 x 2 ms) of GPU time per shape, plus its warm-up. `what` opens the
     label, e.g. "(bf16 in, bf16 out, TN, nvmath-python Matmul"."""
-    algos = mm.plan()
-    heuristic = algos[0]
-    mm.autotune(iterations=5)
-    tuned = mm.algorithms[0]
+    algos = list(mm.plan())
+    mm.autotune(iterations=5)  # reorders mm.algorithms (the same objects) by nvmath's own timing
+    pick = mm.algorithms[0]
+    chosen = list(range(min(limit, len(algos))))
+    chosen += [i for i, a in enumerate(algos) if a is pick and i not in chosen]
 
     def lt(algo):
         def run(i):
@@ -191,15 +215,19 @@ def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str
             mm.reset_operands(a=a, b=b)
             mm.execute(algorithm=algo)
         return run
-    return [Contender(heuristic_name, f"cuBLASLt {what}, first algorithm of {len(algos)} by heuristic)",
-                      lt(heuristic), True),
-            Contender(tuned_name, f"cuBLASLt {what}, fastest of {len(algos)} by autotune: algorithm "
-                      f"{tuned.algorithm_id}, tile {tuned.tile})", lt(tuned), True)]
+    out = []
+    for i in chosen:
+        algo = algos[i]
+        why = f"the heuristic's #{i + 1} of {len(algos)}" + (", autotune's pick" if algo is pick else "")
+        out.append(Contender(heuristic_name if i == 0 else f"{heuristic_name} #{i + 1}",
+                             f"cuBLASLt {what}, {_algo_words(algo)}; {why})", lt(algo), True, tuned_name))
+    return out
 
 
 def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
     """(contenders, why cuBLASLt is missing or None): cupy.matmul (what a CuPy user gets) and cuBLASLt through
-    nvmath-python, heuristic and autotuned, on the rung's layout, input dtype and output dtype, over `inputs`.
+    nvmath-python (the heuristic's candidate algorithms, see _planned), on the rung's layout, input dtype and
+    output dtype, over `inputs`.
     The closures hold their output arrays and the planned Matmul. FP8 rungs get cuBLASLt's FP8 path instead."""
     import cupy as cp
     if r.dtype in FP8:
@@ -229,7 +257,7 @@ LT_FP8 = "cuBLASLt FP8"
 
 def fp8_cublaslt_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
     """cuBLASLt's FP8 GEMM (e4m3 A and B, K-major both: "TN"; per-tensor scales; bf16 D) through nvmath-python,
-    heuristic and autotuned, each with FP8 fast accumulation off (cuBLASLt's default: it promotes partial sums
+    the heuristic's candidate algorithms (see _planned), each with FP8 fast accumulation off (cuBLASLt's default: it promotes partial sums
     into fp32 registers every few k-blocks) and on (partial sums stay in the tensor core's accumulator, as in
     rung 12). CuPy has no FP8 dtype, so the operands reach cuBLASLt as PyTorch FP8 views of the same memory
     (DLPack, no copy); without PyTorch there is no contender, and the reason says so."""
@@ -265,10 +293,13 @@ class BenchResult:
     kernel: Timing
     cublas: Timing                 # the strongest same-output cuBLAS contender of these rounds
     cublas_ref: str                # what that was, in words
-    others: dict                   # every cuBLAS contender's Timing, by name (cupy.matmul shown beside)
+    others: dict                   # every cuBLAS contender's Timing, by name (cupy.matmul shown beside); after
+    #                                them, each cuBLASLt group's stable name (LT_AUTOTUNED, "cuBLASLt FP8 fast
+    #                                autotuned") with its fastest candidate's Timing, renamed
     input_sets: int
     note: str | None = None        # e.g. why cuBLASLt was not timed
-    runs: dict = field(default_factory=dict, compare=False, repr=False)  # name -> fn(i), "kernel" included
+    runs: dict = field(default_factory=dict, compare=False, repr=False)  # name -> fn(i), "kernel" and groups included
+    reference: str = ""            # the name (in `others` and `runs`) of the contender that is `cublas`
 
     @property
     def ratio(self) -> float:
@@ -279,7 +310,9 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
           source: str | None = None) -> BenchResult:
     """TFLOP/s of rung r (or its variant `source`, or a prepared Launch) and of every cuBLAS contender, on the
     same inputs, in the same interleaved rounds; the reference is the fastest contender that writes the rung's
-    output dtype."""
+    output dtype. cuBLASLt is several contenders, one per candidate algorithm (_planned): BF16 times the kernel,
+    cupy.matmul and up to LT_CANDIDATES + 1 cuBLASLt algorithms; FP8 up to twice that (promoted and fast
+    accumulation), no cupy.matmul."""
     import cupy as cp
     lau = r if isinstance(r, Launch) else prepare(r, m, n, k, source)
     r, (m, n, k) = lau.rung, (lau.m, lau.n, lau.k)
@@ -295,12 +328,32 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
     contenders.update({x.name: x.run for x in cublas})
     with faults_explained(r):
         got = time_gpu(contenders, lau.flops)
+    return _choose(r, (m, n, k), cublas, got, sets, note, contenders)
+
+
+def _choose(r: Rung, shape: tuple, cublas: list, got: dict, sets: int, note: str | None, runs: dict
+            ) -> BenchResult:
+    """bench's verdict from the rounds' Timings (`got`, by name, "kernel" included): the reference is the fastest
+    median among the contenders that write the rung's output dtype, and a cuBLASLt candidate's label says it was
+    the fastest of its group in these rounds. Each group's stable name maps to its fastest candidate."""
     same = [x for x in cublas if x.same_out]
     best = min(same or cublas, key=lambda x: got[x.name].ms)
     if not same:
         note = (note + "; " if note else "") + f"no cuBLAS contender wrote {r.out_dtype} C, so the reference differs"
-    return BenchResult(r.id, m, n, k, r.dtype, got["kernel"], got[best.name], best.label,
-                       {x.name: got[x.name] for x in cublas}, sets, note, contenders)
+    others, runs = {x.name: got[x.name] for x in cublas}, dict(runs)
+    groups: dict = {}
+    for x in cublas:
+        if x.group:
+            groups.setdefault(x.group, []).append(x)
+    for group, members in groups.items():
+        fastest = min(members, key=lambda x: got[x.name].ms)
+        others[group] = replace(got[fastest.name], name=group)
+        runs[group] = runs[fastest.name]
+    label = best.label
+    if best.group and len(groups[best.group]) > 1:
+        label += f": the fastest of {len(groups[best.group])} cuBLASLt algorithms timed in the same rounds"
+    return BenchResult(r.id, *shape, r.dtype, got["kernel"], got[best.name], label, others, sets, note, runs,
+                       best.name)
 
 
 # ---- chapter 00: the machine's ceilings ------------------------------------------------------------------------
@@ -457,6 +510,52 @@ def measure_tma_l2_curve() -> Reading:
                    {f"{f * dev.l2_bytes / 1e6:.1f} MB": round(g.value, 3) for f, g in curve.items()})
 
 
+def measure_tma_multicast(fraction_of_l2: float = GEMM_WORKING_SET, batch_ms: float = BATCH_MS) -> Reading:
+    """L2 -> shared memory through TMA in 2-CTA clusters, each CTA fetching half of every box and multicasting it to
+    both, as rung 10 fetches its B tile. The value is TB/s landed in shared memory, both CTAs counted; L2 supplies
+    half of that. The best of TMA_SCHEDULES at a GEMM's working set, so it compares with tma_l2_gemm; `detail` holds
+    the rate L2 supplied, the bytes of one launch both ways, the working set and each schedule's rate."""
+    import cupy as cp
+    from .compiler import apply_config
+    from .gpu import max_active_clusters
+    from .tma import tensor_map_2d
+    probe_ = probe("tma_multicast")
+    dev = require_live(probe_.needs_cc)
+    rates, landed = {}, {}
+    for rows, stages, per_sm in TMA_SCHEDULES:
+        kern = kernel(probe_, apply_config(probe_.path.read_text(), {"TMA_BOX_ROWS": rows, "TMA_STAGES": stages}))
+        fn, box, half = kern.function(), kern.consts["TMA_BOX_BYTES"], kern.consts["MC_HALF_ROWS"]
+        boxes = int(dev.l2_bytes * fraction_of_l2) // box
+        # Every element of row r holds r % 65535 + 1: the first word of a half names the row it came from, and is
+        # never the zero the kernel writes there before its copies.
+        tag = (cp.arange(boxes * rows, dtype=cp.uint32) % 65535 + 1).astype(cp.uint16)
+        src = cp.ascontiguousarray(cp.broadcast_to(tag[:, None], (boxes * rows, 64)))  # 128-byte rows
+        tmap = tensor_map_2d(src, half, 64, dtype="bf16")  # one copy moves half a box: each CTA of the pair issues one
+        fn.max_dynamic_shared_size_bytes = smem = stages * box
+        # As many pairs as the driver places at once (a GPC with an odd SM leaves it idle): no pair waits for a wave.
+        clusters = max_active_clusters(fn.kernel.ptr, dev.sms * per_sm // 2 * 2, 32, smem)
+        ctas = 2 * clusters
+        loads = max(4 * stages, int(batch_ms * 1e-3 * 8e12 / (ctas * box)))  # about batch_ms at 8 TB/s
+        sink = cp.zeros(2 * ctas, cp.uint32)
+        got = _rate(lambda: fn((ctas,), (32,), (tmap, np.int32(boxes), np.int32(loads), sink), shared_mem=smem),
+                    float(ctas) * loads * box)
+        # Each CTA holds its pair's last box whole: the first row of its own half and of the half its peer multicast.
+        last = (np.arange(ctas) // 2 + (loads - 1) * clusters) % boxes
+        first = ((last[:, None] * rows + np.arange(2) * half) % 65535 + 1).reshape(-1).astype(np.uint32)
+        if not np.array_equal(sink.get(), first | first << 16):
+            raise RuntimeError("the multicast probe's CTAs did not each receive both halves of their last box: its "
+                               "bandwidth would be meaningless")
+        name = f"{rows}x64 bf16 boxes, {stages} slots, {per_sm} CTA(s)/SM, {clusters} pairs"
+        rates[name], landed[name] = got, ctas * loads * box
+    name = max(rates, key=lambda k: rates[k].value)
+    best, value = rates[name], round(rates[name].value, 3)
+    return Reading(best.value, best.sm_clock_mhz, best.power_w, best.iqr,
+                   {"landed in shared memory, TB/s": value, "supplied by L2, TB/s": value / 2,
+                    "landed per launch, bytes": landed[name], "supplied by L2 per launch, bytes": landed[name] // 2,
+                    "working set, MB": round(fraction_of_l2 * dev.l2_bytes / 1e6, 1), "schedule": name,
+                    **{f"{k} (TB/s landed)": round(g.value, 3) for k, g in rates.items()}})
+
+
 def measure_cublas(dtype: str, n: int) -> Reading:
     """The strongest cuBLAS on square N x N x N in `dtype` (C in `dtype`, B stored [K, N]): chapter 00's reference."""
     r = Rung("cublas", "cuBLAS", "", dtype=dtype, out_dtype=dtype)
@@ -533,5 +632,6 @@ def sm_clock_under_load(dtype: str = "bf16", n: int = 8192, seconds: float = 1.5
 
 
 __all__ = ["BenchResult", "Reading", "Timing", "bench", "time_gpu", "measure_hbm_copy", "measure_l2_read", "measure_tma_l2_read", "measure_tma_l2_curve",
+           "measure_tma_multicast",
            "measure_ffma_peak", "measure_hmma_peak", "measure_hgmma_peak", "measure_cublas", "back_to_back", "time_sustained",
            "sm_clock_under_load"]

@@ -13,10 +13,15 @@
 //                 cannot feed wgmma's operands any faster: the operand-path roof of chapter 06.
 //  probe_tma_l2   L2 -> shared memory through TMA: one thread per CTA keeps TMA_STAGES boxes in flight from a
 //                 buffer that fits in L2, with nothing consuming them: the load-path roof of the TMA rungs.
+//  probe_tma_multicast
+//                 the same in clusters of two CTAs, each box fetched half by each CTA and multicast to both: every
+//                 CTA still receives whole boxes, but L2 supplies each byte once per pair, as rung 10's B tile.
 //  probe_spin     not a ceiling: the timing harness launches it first, so the GPU stays busy while the host
 //                 queues the batch it times, and the CUDA events see GPU work only.
-// New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma, cp.async.bulk.tensor (kernels/common/).
-// Requires: sm_80+, sm_90 for tma, sm_90a for hgmma.
+// New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma, cp.async.bulk.tensor (.multicast::cluster), barrier.cluster,
+// mapa (kernels/common/).
+// Requires: sm_80+, sm_90 for tma, sm_90a for hgmma and multicast.
+#include "common/cluster.cuh"
 #include "common/globaltimer.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
@@ -159,6 +164,75 @@ probe_tma_l2(const __grid_constant__ TensorMap map, int boxes, int loads, unsign
     for (int i = loads > TMA_STAGES ? loads - TMA_STAGES : 0; i < loads; ++i)
         mbarrier_wait_parity(smem_addr(&full[i % TMA_STAGES]), (i / TMA_STAGES) & 1);
     sink[blockIdx.x] = reinterpret_cast<const unsigned*>(ring)[((loads - 1) % TMA_STAGES) * TMA_BOX_BYTES / 4];
+#endif
+}
+
+// probe_tma_l2 in clusters of two CTAs (neighbouring SMs of one GPC), as rung 10 fetches its B tile: for every box
+// the pair walks, each CTA issues one half ([TMA_BOX_ROWS / 2, 64], the tensor map's box) with .multicast::cluster
+// to both, so each CTA's shared memory receives the whole box while L2 supplies each byte once for the pair. Same
+// launch as probe_tma_l2 (one warp, TMA_STAGES * TMA_BOX_BYTES of dynamic shared memory, an even grid); sink gets the
+// first word of each half of the CTA's last box: its own half and the one its peer multicast.
+//
+// Slot reuse is a pair decision: the peer writes into our slot s too, so before either CTA refills slot s, BOTH must
+// have seen its last box land. Otherwise a box of the next lap could count its bytes on a barrier still waiting for
+// this lap's, and complete the wrong phase. So each slot has a second barrier, `empty`, expecting one arrival from
+// each CTA: a CTA that saw its own `full` complete arrives on the `empty` of both CTAs, then waits on its own `empty`,
+// as rung 10's consumers release a slot to both producers. A copy may still land on the peer's `full` before the
+// peer's expect_tx for that lap; the barrier's pending arrival keeps that phase open until the expect_tx comes.
+constexpr int MC_HALF_ROWS = TMA_BOX_ROWS / 2;    // rows of a box each CTA of the pair fetches and multicasts
+constexpr int MC_HALF_BYTES = TMA_BOX_BYTES / 2;  // a multiple of 1024: the halves keep the 128-byte swizzle phase
+constexpr unsigned short MC_PAIR = 0b11;          // ctaMask: both CTAs of the cluster
+static_assert(MC_HALF_BYTES % 1024 == 0, "a half must start on a swizzle atom (8 rows of 128 bytes)");
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define MC_CLUSTER __cluster_dims__(2, 1, 1)  // clusters exist from sm_90; the A100 build of this file omits them
+#else
+#define MC_CLUSTER
+#endif
+
+extern "C" __global__ void MC_CLUSTER __launch_bounds__(32)
+probe_tma_multicast(const __grid_constant__ TensorMap map, int boxes, int loads, unsigned* __restrict__ sink) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // .multicast::cluster is an sm_90a instruction
+    extern __shared__ __align__(1024) unsigned char ring[];  // TMA_STAGES boxes, 128-byte swizzled
+    __shared__ __align__(8) unsigned long long full[TMA_STAGES], empty[TMA_STAGES];
+    const unsigned rank = cluster_ctarank(), base = smem_addr(ring);
+    unsigned* const words = reinterpret_cast<unsigned*>(ring);
+    const int last = (loads - 1) % TMA_STAGES;  // the slot of the CTA's last box, which sink reads
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < TMA_STAGES; ++s) {
+            mbarrier_init(smem_addr(&full[s]), 1);   // our expect_tx; the bytes come from both CTAs' copies
+            mbarrier_init(smem_addr(&empty[s]), 2);  // one arrival from each CTA of the pair
+        }
+        // Zero the words sink reads, so what it finds there was written by this launch's copies, not left over
+        // from an earlier launch; the fence orders these ordinary stores before the copies' (async proxy) writes.
+        for (int h = 0; h < 2; ++h) words[(last * TMA_BOX_BYTES + h * MC_HALF_BYTES) / 4] = 0u;
+        fence_proxy_async_shared_cta();
+        fence_mbarrier_init();  // .release.cluster: the inits are visible to the peer and its copies
+    }
+    __syncwarp();
+    barrier_cluster_sync();  // the peer's first multicast and arrival reach barriers that exist
+    if (threadIdx.x == 0) {
+        const int cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
+        for (int i = 0; i < loads; ++i) {
+            const int s = i % TMA_STAGES, lap = i / TMA_STAGES;
+            const unsigned bar = smem_addr(&full[s]), free_bar = smem_addr(&empty[s]);
+            if (lap > 0) {
+                mbarrier_wait_parity(bar, (lap - 1) & 1);  // both halves of our slot's last box landed
+                for (unsigned r = 0; r < 2; ++r) mbarrier_arrive_cluster(mapa_shared_cluster(free_bar, r));
+                mbarrier_wait_parity(free_bar, (lap - 1) & 1);  // ... and of the peer's
+            }
+            mbarrier_arrive_expect_tx(bar, TMA_BOX_BYTES);  // the whole box lands here: our half and the peer's
+            tma_load_2d_multicast(base + s * TMA_BOX_BYTES + rank * MC_HALF_BYTES, &map, 0,
+                                  (cluster + i * clusters) % boxes * TMA_BOX_ROWS + rank * MC_HALF_ROWS, bar, MC_PAIR);
+        }
+        for (int i = loads > TMA_STAGES ? loads - TMA_STAGES : 0; i < loads; ++i)
+            mbarrier_wait_parity(smem_addr(&full[i % TMA_STAGES]), (i / TMA_STAGES) & 1);
+        for (int h = 0; h < 2; ++h) sink[2 * blockIdx.x + h] = words[(last * TMA_BOX_BYTES + h * MC_HALF_BYTES) / 4];
+    }
+    __syncwarp();
+    // Every copy into our shared memory and every arrival on our barriers was counted by a wait above; still, no CTA
+    // leaves while its peer runs, the rule for shared memory the cluster can reach.
+    barrier_cluster_sync();
 #endif
 }
 

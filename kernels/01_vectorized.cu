@@ -15,10 +15,11 @@ constexpr int BK = 8;    // depth of one shared-memory tile
 constexpr int TM = 8;    // rows of C per thread
 constexpr int TN = 8;    // columns of C per thread
 constexpr int THREADS = (BM / TM) * (BN / TN);  // 256
+constexpr int MIN_BLOCKS = 0;  // blocks per SM for __launch_bounds__: 0 sets none; 2 caps ptxas at 128 registers
 
 static_assert(BM * BK / 4 == THREADS && BK * BN / 4 == THREADS, "one float4 of A and of B per thread per tile");
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 sgemm_vectorized(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                  int M, int N, int K) {
     __shared__ __align__(16) float sA[BK][BM];  // [BK, BM] fp32, A transposed

@@ -22,6 +22,7 @@ constexpr int TM = WM / LANES_M;            // 8 rows of C per lane, as 2 patche
 constexpr int TN = WN / LANES_N;            // 8 columns of C per lane, as 2 patches of 4
 constexpr int WARPS_N = BN / WN;            // 2
 constexpr int THREADS = 32 * (BM / WM) * WARPS_N;  // 256
+constexpr int MIN_BLOCKS = 2;  // blocks per SM for __launch_bounds__: 2 caps ptxas at 128 registers
 constexpr int A_LOADS = BM * BK / 4 / THREADS;     // float4s of A each thread copies per tile
 constexpr int B_LOADS = BK * BN / 4 / THREADS;     // and of B
 
@@ -29,7 +30,7 @@ static_assert(LANES_M * LANES_N == 32, "a warp is 32 lanes");
 static_assert(TM == 8 && TN == 8, "each lane holds 2 x 2 patches of 4 x 4");
 static_assert(A_LOADS >= 1 && B_LOADS >= 1, "tiles must split evenly over threads");
 
-extern "C" __global__ void __launch_bounds__(THREADS, 2)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 sgemm_warptiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                 int M, int N, int K) {
     __shared__ __align__(16) float sA[2][BK][BM];  // [2][BK, BM] fp32, A transposed, double-buffered

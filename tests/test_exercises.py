@@ -139,7 +139,7 @@ def test_the_predictions_are_the_chapters_napkins():
     from helpers.exercises import _predicted
     assert _predicted("02", {"l2": 1.0}) == {3: 32.0}                     # 64 x 64 tile: 32 FLOP/byte x L2 TB/s
     assert round(_predicted("03", {})[3]) == 126                          # 2,176 wavefronts per k tile
-    assert _predicted("06", {})[3] == pytest.approx(1.5)                  # all of peak against two thirds
+    assert _predicted("06", {})[3] == pytest.approx(4 / 3)                # 128 x 256: 85.3 FLOP/B against 64
     assert _predicted("07", {})[5] == pytest.approx((1024 + 2 * 12 * 10) / 1024)
 
 
@@ -171,8 +171,8 @@ def _variant(rung_id: str, **config) -> dict:
     ("02", "02_wmma_smem", {"BN": 128}, 2 * 64 * 128 / (2 * (64 + 128)) * 7.36),
     # 4 warps of 64 x 64: 4 x 2 x (4 x 16 + 4 x 32) wavefronts of loads + 128 of stores = 1,664 per k tile
     ("03", "03_mma_sync", {"WN": 64}, 2 * 128 * 128 * 32 / 1664 * SMS * MAX_SM_CLOCK_HZ / 1e12),
-    # m64n128: reads 96 KiB + copies 48 KiB = 1,152 clocks for 1,024 of math, against the narrow rung's 2/3
-    ("06", "06_wgmma_wide", {"WGMMA_N": 128}, (1024 / 1152) / (2 / 3)),
+    # a 128 x 128 block tile loads 64 FLOP per byte, as the narrow rung does: no gain left on the load-path roof
+    ("06", "06_wgmma_wide", {"BN": 128, "WGMMA_N": 128}, 1.0),
     # a 128 x 128 tile in rung 06: 4 + 4 copies per thread, 2 warps per scheduler, 10 instructions per copy
     ("07", "06_wgmma_wide", {"BN": 128, "WGMMA_N": 128}, (1024 + 2 * 8 * 10) / 1024),
 ])
@@ -232,7 +232,7 @@ def test_the_worked_predictions_say_what_the_recorded_run_measured():
     assert "The measured rate stays well under it" in said["03_mma_sync"]
     assert t("03_mma_sync") < 0.8 * _predicted("03", {})[3]
     assert "The measured factor is well below it" in said["06_wgmma"]
-    assert t("06_wgmma_wide") / t("06_wgmma_m64n64") < 0.85 * _predicted("06", {})[3]
+    assert t("06_wgmma_wide") / t("06_wgmma_m64n64") < 0.9 * _predicted("06", {})[3]
     assert "a little smaller, and inside the napkin's range" in said["07_tma"]
     low = (1024 + 2 * 12 * 5) / 1024  # five instructions per copy
     assert low <= t("07_tma") / t("06_wgmma_wide") < _predicted("07", {})[5]

@@ -122,6 +122,21 @@ def test_probes_measure_plausible_ceilings():
     assert 0.5 * paper < ffma <= 1.02 * paper, (ffma, paper)
 
 
+def test_tma_multicast_lands_each_box_in_both_ctas_from_one_l2_read():
+    # measure_tma_multicast raises unless every CTA holds both halves of its pair's last box (the sink words name the
+    # rows they came from); here: a positive rate, and L2 supplying exactly half of what lands in shared memory.
+    from helpers.gpu import why_not_live
+    from helpers.timing import measure_tma_multicast
+    reason = why_not_live((9, 0), "sm_90a")  # .multicast::cluster is an sm_90a instruction
+    if reason:
+        pytest.skip(reason)
+    got = measure_tma_multicast(batch_ms=0.5)
+    d = got.detail
+    assert got.value > 0 and d["landed in shared memory, TB/s"] > 0, d
+    assert d["landed in shared memory, TB/s"] == 2 * d["supplied by L2, TB/s"], d
+    assert d["landed per launch, bytes"] == 2 * d["supplied by L2 per launch, bytes"] > 0, d
+
+
 def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     # Announce 1 KiB more than the TMA delivers: the barrier never completes. The bounded wait must trap
     # (4 s), and check() must say why in one sentence. In a subprocess: a trap ends that CUDA context.

@@ -296,7 +296,8 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
         text = report.needs_text(r.chapter)
         assert r.id in text or "all 6 of its rungs" in text, (r.id, text)
         assert ("need an H100" in text or "needs an H100" in text) == (tuple(r.needs_cc) >= (9, 0)), text
-    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read need an H100" in report.needs_text("00")
+    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read, tma_multicast need an H100" in \
+        report.needs_text("00")
     mixed = report.needs_text("11")
     assert "chapters 06-12 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
 

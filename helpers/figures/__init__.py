@@ -14,6 +14,8 @@ every one is importable from here (`from helpers.figures import fig_smem_budget`
     ch09 (setmaxnreg)           fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers
     ch10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue, fig_tile_waves
     ch12 (FP8)                  fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
+    every chapter (profile)     fig_profile: the rung beside its predecessor, from their recorded Nsight Compute
+                                profiles (takes and returns a pair of Axes); limit_of, what binds, for the prose
 
 common.py holds what they share (axes, clean, bytes per element, the colours of A, B and the warpgroup roles).
 """
@@ -28,5 +30,6 @@ from .ch08 import fig_parities, fig_ring, fig_ring_bytes, fig_stage_clocks
 from .ch09 import fig_consumer_registers, fig_pool_ledger, fig_register_pool, fig_tile_intensity
 from .ch10 import fig_cluster_multicast, fig_persistent_schedule, fig_tile_waves, fig_tma_store_epilogue
 from .ch12 import fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
+from .profile import fig_profile, limit_of
 
-__all__ = sorted(name for name in dir() if name.startswith("fig_"))
+__all__ = sorted(name for name in dir() if name.startswith("fig_")) + ["limit_of"]

@@ -80,11 +80,11 @@ def fig_mbarrier_phase(ax=None, error: int = 1024):
              (f"{error:,} B too small", c["TX_BYTES"] - error, "tab:purple"))
     ax = axes(ax, (10.4, 5.2))
     zoom = ax.inset_axes([0.40, 0.38, 0.57, 0.55])
-    landed = [0, a_bytes, total]                       # x axis: bytes delivered so far
     ends = []
     for label, expect, colour in cases:
         events = mbarrier_countdown(expect, [a_bytes, b_bytes])
-        pending = [p for _, p, _ in events]
+        landed = [x for _, x, _, _ in events]           # x axis: bytes delivered so far
+        pending = [p for _, _, p, _ in events]
         done = [d for *_, d in events]
         assert not done[0], "one arrival with expect_tx must not complete the phase by itself"
         for a in (ax, zoom):
@@ -95,10 +95,9 @@ def fig_mbarrier_phase(ax=None, error: int = 1024):
             ends.append((colour, None, pending[-1]))
         else:
             assert done[-1]
-            p0, p1 = pending[-2], pending[-1]           # where the count reaches zero, bytes arriving evenly
-            x_zero = landed[-2] + (landed[-1] - landed[-2]) * p0 / (p0 - p1)
+            x_zero = landed[done.index(True)]           # the byte at which the count reached zero
             zoom.plot([x_zero], [0], marker="*", ms=15, color=colour, zorder=5)
-            ends.append((colour, x_zero, p1))
+            ends.append((colour, x_zero, pending[-1]))
     for a in (ax, zoom):
         a.axhline(0, color="black", lw=0.8)
     lo = total - 4 * error

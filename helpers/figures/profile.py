@@ -1,0 +1,143 @@
+"""Every chapter: the rung it teaches beside the rung before it, from their recorded Nsight Compute profiles
+(results/<gpu>.json, section "profiles", written by helpers/profile.py): fig_profile, and limit_of, the few numbers
+the chapter's prose quotes about what binds.
+
+Only recorded entries are read (never a live ncu run: a figure must not take minutes), so the figure and the prose
+built on limit_of say the same thing on every machine.
+"""
+from __future__ import annotations
+
+from ..ladder import NotRecorded, recorded_ceilings, recorded_entry
+from ..profile import SECTION, key
+from ..registry import rung
+from .common import clean
+
+RUNG_COLOUR, BEFORE_COLOUR = "tab:blue", "0.62"   # the rung taught, the rung before it
+TOP = 5                                           # stall reasons kept per rung; the rest are summed as "other"
+ROOFS = {"l2_read": "LDG", "tma_l2_gemm": "TMA"}  # the ceiling of each load path, and its short name
+FONT = 8.5
+
+
+def _entry(rung_id: str, n: int) -> dict:
+    """The recorded profile of rung_id at N, or NotRecorded in one sentence."""
+    rung(rung_id)  # an unknown id fails here, in the registry's words
+    try:
+        return recorded_entry(SECTION, key(rung_id, n))
+    except NotRecorded:
+        raise NotRecorded(f"The profile of {rung_id} at N={n} was never recorded, so it cannot be drawn; take it on an "
+                          f"H100 with Nsight Compute (python -m helpers profile --rungs {rung_id} --n {n}).") from None
+
+
+def _roof(rung_id: str) -> str:
+    """The ceiling of the path rung_id loads through: TMA (tensor-map rungs) at a GEMM's working set, else LDG."""
+    return "tma_l2_gemm" if rung(rung_id).operands.startswith("tensor_maps") else "l2_read"
+
+
+def _pipe(e: dict) -> tuple[str, float]:
+    """(name, % busy) of the rung's math pipe: the FP32 FMA pipe for the SIMT rungs, the tensor pipe otherwise."""
+    return ("FMA", e["fma_pipe_pct"]) if e.get("pipe") == "fma" else ("tensor", e["tensor_active_pct"])
+
+
+def limit_of(rung_id: str, n: int) -> dict:
+    """What the recorded profile says binds rung_id at N: its top stall reason and that reason's share of the stalled
+    samples, its math pipe and how busy it is (% of peak), and L2 -> SM bytes per second as a fraction of the roof
+    of its own load path (`roof`, a ceiling id). Unrounded: the prose rounds."""
+    e = _entry(rung_id, n)
+    top, share = max(e["stall_reasons"].items(), key=lambda kv: kv[1])
+    pipe, pct = _pipe(e)
+    roof = _roof(rung_id)
+    return {"top_stall": top, "top_share": share, "pipe": pipe, "pipe_pct": pct,
+            "l2_fraction_of_roof": e["l2_tbps"] / recorded_ceilings()[roof].value, "roof": roof}
+
+
+def _stall_rows(entries: list[dict]) -> list[str]:
+    """The union of each entry's TOP reasons, the first entry's largest first, then "other"."""
+    tops = [sorted(e["stall_reasons"], key=lambda r: -e["stall_reasons"][r])[:TOP] for e in entries]
+    union = {r for t in tops for r in t}
+    return sorted(union, key=lambda r: tuple(-e["stall_reasons"].get(r, 0.0) for e in entries)) + ["other"]
+
+
+def _rates(e: dict, rid: str, ceilings: dict) -> list[tuple[float, str]]:
+    """(% of roof, label on the bar) for each row of the throughput panel, in ROW order."""
+    pipe, pct = _pipe(e)
+    roof = ceilings[_roof(rid)].value
+    # Shared memory has no probe of its own (chapter 00 measures the paths into it and out of it to wgmma), so its
+    # row is Nsight Compute's busy share of the shared-memory data pipe, against the peak ncu knows: a counter
+    # that includes cp.async writes, TMA's and wgmma's reads, which instruction bytes alone would miss.
+    return [(pct, f"{_pct(pct)} {pipe}"), (100 * e["l2_tbps"] / roof, f"{e['l2_tbps']:.2f} TB/s"),
+            (e["smem_pipe_pct"], _pct(e["smem_pipe_pct"])), (e["occupancy_pct"], _pct(e["occupancy_pct"]))]
+
+
+def _pct(v: float) -> str:
+    return f"{v:.1f}%" if v < 10 else f"{v:.0f}%"
+
+
+def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
+    """rung_id beside before_id (None: alone) at N x N x N, from the recorded profiles. Left: the stall reasons, as
+    shares of the sampled stalls (issuing samples excluded; the issuing share is in the legend). Right: the math pipe,
+    L2 -> SM, the shared-memory pipe and achieved occupancy, each as % of its roof, the absolute value on the
+    bar. `axes`: a pair of Axes to draw on, else a new 11 x 3.6 in figure. Returns the pair (stalls, throughput).
+    NotRecorded, in one sentence, before anything is drawn if either profile is missing."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import PercentFormatter
+
+    ids = [rung_id] + ([before_id] if before_id else [])
+    entries = [_entry(rid, n) for rid in ids]
+    ceilings = recorded_ceilings()
+    if axes is None:
+        fig = plt.figure(figsize=(11, 3.6), layout="constrained")
+        axes = fig.subplots(1, 2, width_ratios=(1, 1.1))
+    ax_s, ax_r = axes
+    fig = ax_s.figure
+    colours = (RUNG_COLOUR, BEFORE_COLOUR)
+    h = 0.8 / len(ids)
+    offsets = [h * (i - (len(ids) - 1) / 2) for i in range(len(ids))]
+
+    # Left: stall reasons, one row per reason, the rung above its predecessor.
+    rows = _stall_rows(entries)
+    for rid, e, c, dy in zip(ids, entries, colours, offsets):
+        shares = [e["stall_reasons"].get(r, 0.0) for r in rows[:-1]]
+        shares.append(sum(v for r, v in e["stall_reasons"].items() if r not in rows))
+        ax_s.barh([i + dy for i in range(len(rows))], shares, h, color=c, label=rid)
+    ax_s.set_yticks(range(len(rows)), rows, fontsize=FONT)
+    ax_s.set_ylim(len(rows) - 0.5, -0.5)
+    ax_s.set_xlim(0, 1.12 * max(max(b.get_width() for b in ax_s.patches), 0.05))
+    ax_s.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax_s.tick_params(axis="x", labelsize=FONT)
+    ax_s.set_xlabel("share of sampled stalls (issuing samples excluded)", fontsize=FONT)
+    clean(ax_s)
+
+    # Right: throughput as % of each metric's roof, the measured value written on the bar.
+    roofs = {ROOFS[_roof(rid)]: ceilings[_roof(rid)].value for rid in ids}
+    pipes = {_pipe(e)[0] for e in entries}
+    l2_label = (f"L2 -> SM, % of {next(iter(roofs))} roof\n{next(iter(roofs.values())):.2f} TB/s" if len(roofs) == 1
+                else "L2 -> SM, % of its path's roof:\n" + ", ".join(f"{k} {v:.2f}" for k, v in roofs.items()) + " TB/s")
+    labels = [f"{' or '.join(sorted(pipes))} pipe busy,\n% of peak", l2_label,
+              "shared-memory pipe busy,\n% of peak",
+              "achieved occupancy,\n% of warp slots"]
+    rates = [_rates(e, rid, ceilings) for rid, e in zip(ids, entries)]
+    right = 1.32 * max(100.0, *(v for r in rates for v, _ in r))
+    for rid, rate, c, dy in zip(ids, rates, colours, offsets):
+        bars = ax_r.barh([i + dy for i in range(len(labels))], [v for v, _ in rate], h, color=c, label=rid)
+        for bar, (v, text) in zip(bars, rate):
+            ax_r.text(v + right * 0.01, bar.get_y() + h / 2, text, va="center", ha="left", fontsize=8, zorder=3,
+                      bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.85))
+    ax_r.axvline(100, color="0.3", lw=0.8, ls="--", zorder=0.5)
+    ax_r.set_yticks(range(len(labels)), labels, fontsize=FONT)
+    ax_r.set_ylim(len(labels) - 0.5, -0.5)
+    ax_r.set_xlim(0, right)
+    ax_r.set_xticks([t for t in (0, 25, 50, 75, 100, 125, 150) if t <= right])
+    ax_r.tick_params(axis="x", labelsize=FONT)
+    ax_r.set_xlabel("% of roof (dashed: the roof)", fontsize=FONT)
+    clean(ax_r)
+
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours[:len(ids)]]
+    names = [f"{rid}: issuing in {e['issuing_share']:.1%} of samples, {e['registers']} registers, "
+             f"{e['spill_bytes']} B spilled, DRAM {e['dram_bytes'] / 1e9:.2f} GB" for rid, e in zip(ids, entries)]
+    fig.legend(handles, names, loc="outside lower center", ncols=len(ids), fontsize=FONT, frameon=False)
+    runs = {(e["run"], e["gpu"]) for e in entries}
+    source = (f"run {entries[0]['run']} on {entries[0]['gpu']}" if len(runs) == 1 else
+              "; ".join(f"{rid}: run {e['run']} on {e['gpu']}" for rid, e in zip(ids, entries)))
+    what = f"{rung_id} beside {before_id}" if before_id else rung_id
+    fig.suptitle(f"{what} at N={n}: Nsight Compute, {source}", fontsize=10)
+    return ax_s, ax_r

@@ -1,0 +1,168 @@
+"""helpers.figures.profile: the profile panel every chapter shows (a rung beside its predecessor) draws the recorded
+Nsight Compute numbers exactly, against the roof of each rung's own load path, legibly (no text under 8 pt, no two
+texts on top of each other), refuses an unrecorded rung or size in one sentence, and limit_of says what the entry
+says. CPU only: everything is read from the recorded results file."""
+import functools
+import json
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from helpers import results  # noqa: E402
+from helpers.figures import fig_profile, limit_of  # noqa: E402
+from helpers.ladder import NotRecorded  # noqa: E402
+from helpers.registry import MAIN, rung  # noqa: E402
+
+SIZES = (4096, 8192)
+# MAIN is in climb order: each rung beside the one before it (the first alone), and the same-tile ablation of ch 08.
+PAIRS = [(MAIN[0], None)] + [(b, a) for a, b in zip(MAIN, MAIN[1:])] + [("08_same_tile", "07_tma")]
+REFERENCE = results.RESULTS / f"{results.REFERENCE}.json"
+
+
+@pytest.fixture(autouse=True)
+def reference_results(monkeypatch):
+    """Every test reads the H100's recorded file, whatever GEMM_LADDER_RESULTS says; no figure outlives its test."""
+    monkeypatch.setenv(results.RESULTS_ENV, str(REFERENCE))
+    yield
+    plt.close("all")
+
+
+@functools.cache
+def _reference() -> dict:
+    return json.loads(REFERENCE.read_text())
+
+
+def _recorded(rid: str, n: int) -> dict:
+    return _reference()["profiles"][f"{rid}@{n}"]
+
+
+def _ceiling(cid: str) -> float:
+    return _reference()["ceilings"][cid]["value"]
+
+
+def _path_roof(rid: str) -> str:
+    """Written out here, not imported: TMA rungs (tensor-map operands) load through TMA, the rest through LDG."""
+    return "tma_l2_gemm" if rung(rid).operands in ("tensor_maps", "tensor_maps_c") else "l2_read"
+
+
+def _widths(ax) -> dict[str, list[float]]:
+    """Bar widths per rung (each barh call is one container, labelled with its rung), top row first."""
+    return {c.get_label(): [b.get_width() for b in c] for c in ax.containers}
+
+
+def _drawn_texts(fig) -> list[Text]:
+    """Every text the canvas draws: tick labels only where their tick lies inside the view, nothing empty."""
+    pool = {t for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+            for tick in axis.majorTicks + axis.minorTicks for t in (tick.label1, tick.label2)}
+    texts = [t for t in fig.findobj(Text) if t not in pool]
+    for ax in fig.axes:
+        for axis, (lo, hi) in ((ax.xaxis, sorted(ax.get_xlim())), (ax.yaxis, sorted(ax.get_ylim()))):
+            texts += [t for loc, t in zip(axis.get_majorticklocs(), axis.get_majorticklabels())
+                      if lo - 1e-9 <= loc <= hi + 1e-9]
+    return [t for t in texts if t.get_visible() and t.get_text().strip()]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("rid, before", PAIRS, ids=[f"{a}-{b}" for a, b in PAIRS])
+def test_panel_draws_the_recorded_numbers_legibly(rid, before, n):
+    ax_s, ax_r = fig_profile(rid, before, n)
+    fig = ax_s.figure
+    ids = [rid] + ([before] if before else [])
+    entries = {i: _recorded(i, n) for i in ids}
+
+    # Left: one row per reason in the union of each rung's top five, then "other" (the rest, summed).
+    rows = [t.get_text() for t in ax_s.get_yticklabels()]
+    tops = {r for e in entries.values() for r in sorted(e["stall_reasons"], key=lambda k: -e["stall_reasons"][k])[:5]}
+    assert rows[-1] == "other" and set(rows[:-1]) == tops
+    stalls = _widths(ax_s)
+    assert list(stalls) == ids
+    for i, e in entries.items():
+        assert stalls[i][:-1] == [e["stall_reasons"].get(r, 0.0) for r in rows[:-1]]
+        assert stalls[i][-1] == pytest.approx(sum(v for r, v in e["stall_reasons"].items() if r not in tops))
+
+    # Right: pipe, L2 -> SM against its own path's roof, shared-memory bytes, occupancy; the value written on the bar.
+    rates, written = _widths(ax_r), [t.get_text() for t in ax_r.texts]
+    labels = "\n".join(t.get_text() for t in ax_r.get_yticklabels())
+    for i, e in entries.items():
+        pipe = e["fma_pipe_pct"] if e["pipe"] == "fma" else e["tensor_active_pct"]
+        roof = _ceiling(_path_roof(i))
+        assert rates[i] == pytest.approx([pipe, 100 * e["l2_tbps"] / roof, e["smem_pipe_pct"], e["occupancy_pct"]],
+                                         rel=1e-12)
+        assert f"{e['l2_tbps']:.2f} TB/s" in written
+        assert f"{roof:.2f}" in labels and ("TMA" if _path_roof(i) == "tma_l2_gemm" else "LDG") in labels
+    assert "shared-memory pipe busy" in labels
+
+    # The source, so a saved figure stays true; the issuing share beside each rung's name.
+    title = fig.get_suptitle()
+    assert f"N={n}" in title and all(i in title for i in ids)
+    assert all(f"run {e['run']}" in title and e["gpu"] in title for e in entries.values())
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [f"{i}: issuing in {entries[i]['issuing_share']:.1%} of samples, {entries[i]['registers']} registers, "
+                      f"{entries[i]['spill_bytes']} B spilled, DRAM {entries[i]['dram_bytes'] / 1e9:.2f} GB" for i in ids]
+
+    # Legible: nothing under 8 pt, no two texts overlapping once drawn.
+    assert tuple(fig.get_size_inches()) == (11, 3.6)
+    fig.canvas.draw()
+    texts = _drawn_texts(fig)
+    assert min(t.get_fontsize() for t in texts) >= 8
+    boxes = [(t.get_text(), t.get_window_extent()) for t in texts]
+    clashes = [(a, b) for k, (a, ba) in enumerate(boxes) for b, bb in boxes[k + 1:] if ba.overlaps(bb)]
+    assert clashes == []
+
+
+def test_each_rung_uses_the_roof_of_its_own_load_path():
+    # 07_tma loads through TMA, 06_wgmma_wide through LDG: one figure, two roofs, both named.
+    _, ax_r = fig_profile("07_tma", "06_wgmma_wide", 8192)
+    rates = _widths(ax_r)
+    assert rates["07_tma"][1] == pytest.approx(100 * _recorded("07_tma", 8192)["l2_tbps"] / _ceiling("tma_l2_gemm"))
+    assert rates["06_wgmma_wide"][1] == pytest.approx(100 * _recorded("06_wgmma_wide", 8192)["l2_tbps"]
+                                                      / _ceiling("l2_read"))
+    label = ax_r.get_yticklabels()[1].get_text()
+    assert f"TMA {_ceiling('tma_l2_gemm'):.2f}" in label and f"LDG {_ceiling('l2_read'):.2f}" in label
+    plt.close("all")
+    _, ax_r = fig_profile("09_setmaxnreg", "08_warp_specialized", 8192)  # both TMA: the one roof, named once
+    assert ax_r.get_yticklabels()[1].get_text() == f"L2 -> SM, % of TMA roof\n{_ceiling('tma_l2_gemm'):.2f} TB/s"
+
+
+@pytest.mark.parametrize("rid, before, n, missing", [
+    ("07_tma", "06_wgmma_wide", 2048, "07_tma at N=2048"),
+    ("07_tma", None, 1000, "07_tma at N=1000"),
+])
+def test_an_unrecorded_size_is_one_sentence_and_no_figure(rid, before, n, missing):
+    with pytest.raises(NotRecorded) as err:
+        fig_profile(rid, before, n)
+    assert missing in str(err.value) and str(err.value).count(". ") == 0 and str(err.value).endswith(".")
+    assert plt.get_fignums() == []
+    with pytest.raises(NotRecorded, match=missing):
+        limit_of(rid, n)
+
+
+def test_an_unrecorded_predecessor_draws_nothing(tmp_path, monkeypatch):
+    # Only the rung's own profile is recorded: the figure refuses whole, naming the missing one, not half drawn.
+    data = _reference()
+    only = {"ceilings": data["ceilings"], "gemm": {}, "profiles": {"07_tma@8192": data["profiles"]["07_tma@8192"]}}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(only))
+    monkeypatch.setenv(results.RESULTS_ENV, str(path))
+    assert fig_profile("07_tma", None, 8192)
+    plt.close("all")
+    with pytest.raises(NotRecorded, match="06_wgmma_wide at N=8192"):
+        fig_profile("07_tma", "06_wgmma_wide", 8192)
+    assert plt.get_fignums() == []
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("rid", [*MAIN, "08_same_tile"])
+def test_limit_of_says_what_the_entry_says(rid, n):
+    e, got = _recorded(rid, n), limit_of(rid, n)
+    top = max(e["stall_reasons"], key=e["stall_reasons"].get)
+    roof = _path_roof(rid)
+    assert got == {"top_stall": top, "top_share": e["stall_reasons"][top],
+                   "pipe": "FMA" if e["pipe"] == "fma" else "tensor",
+                   "pipe_pct": e["fma_pipe_pct"] if e["pipe"] == "fma" else e["tensor_active_pct"],
+                   "l2_fraction_of_roof": pytest.approx(e["l2_tbps"] / _ceiling(roof)), "roof": roof}
+
