@@ -24,8 +24,10 @@ GAP = 0.03
 RUNGS = ("10_beyond_cublas", "12_fp8")
 SIZES = (4096, 8192)
 CACHE_CONTROL = "none"  # the harness does not flush between launches; ncu's default ("all") flushes before each
-NCU_ARGS = ["--metrics", "gpu__time_duration.sum", "--cache-control", CACHE_CONTROL,
-            "--nvtx", "--nvtx-include", "timed/"]
+TIME, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"
+# the SM clock each profiled kernel ran at: ncu serialises kernels, so each may run at another clock than in the
+# harness's back-to-back rounds, and a ratio of durations then mixes two clocks (recorded as ncu_*_mhz)
+NCU_ARGS = ["--metrics", f"{TIME},{CLOCK}", "--cache-control", CACHE_CONTROL, "--nvtx", "--nvtx-include", "timed/"]
 CHILD = r"""
 import json, sys
 import cupy as cp
@@ -59,7 +61,10 @@ def crosscheck(rung_id: str, n: int, entry: str) -> dict:
         raise RuntimeError(f"the child under ncu printed no result:\n{stdout[-3000:]}")
     harness = json.loads(line[len("HARNESS "):])
     launches = harness["launches"]
-    ns = [(r["Kernel Name"], float(r["Metric Value"].replace(",", ""))) for r in rows]
+    ns = [(r["Kernel Name"], float(r["Metric Value"].replace(",", ""))) for r in rows
+          if r.get("Metric Name", TIME) == TIME]
+    hz = [(r["Kernel Name"], float(r["Metric Value"].replace(",", ""))) for r in rows if r.get("Metric Name") == CLOCK]
+    mhz = lambda mine: statistics.median([v / 1e6 for k, v in hz if k.startswith(entry) == mine]) if hz else None  # noqa: E731
     ours = [t for k, t in ns if k.startswith(entry)]
     theirs = [t for k, t in ns if not k.startswith(entry)]
     if len(ours) != launches or not theirs:
@@ -72,7 +77,8 @@ def crosscheck(rung_id: str, n: int, entry: str) -> dict:
             "ncu_cublas_ms": sum(theirs) / launches / 1e6, "harness_kernel_ms": harness["kernel_ms"],
             "harness_cublas_ms": harness["cublas_ms"], "cublas": harness["ref"], "cublas_contender": harness["best"],
             "cublas_candidates": harness.get("contenders"), "cache_control": CACHE_CONTROL,
-            "ncu_launches": launches, "ncu_args": " ".join(NCU_ARGS),
+            "ncu_launches": launches, "ncu_args": " ".join(NCU_ARGS), "ncu_kernel_mhz": mhz(True),
+            "ncu_cublas_mhz": mhz(False),
             "cublas_kernels": sorted({k[:60] for k, _ in ns if not k.startswith(entry)})}
 
 
@@ -102,6 +108,7 @@ if __name__ == "__main__":
             results.record("crosscheck", f"{rid}@{n}", {**got, "ok": ok, "run": results.run_id(), "gpu": dev.name,
                                                         "date": env["date"], "env": env}, results.path_for(dev.slug))
             print(f"{rid} N={n}: harness {got['harness_ratio']:.3f}, ncu {got['ncu_ratio']:.3f} (cache control "
-                  f"{CACHE_CONTROL}, {got['ncu_launches']} launches back to back), gap {got['gap_points']:+.1f} "
+                  f"{CACHE_CONTROL}, {got['ncu_launches']} launches back to back, SM clock {got['ncu_kernel_mhz']} "
+                  f"and {got['ncu_cublas_mhz']} MHz), gap {got['gap_points']:+.1f} "
                   f"points -> {'ok' if ok else 'HARNESS BUG'}  ({got['cublas']})", flush=True)
     sys.exit(1 if failed else 0)

@@ -14,8 +14,10 @@ from .registry import rung as _rung
 # LDG and cp.async rungs against the LDG probe's L2 roof, TMA rungs against the TMA probe's (chapter 00 measures
 # both; they differ, so one roof for all would put the TMA rungs above it).
 ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2 -> SM by LDG/cp.async", "tab:cyan"),
-         "tma_l2_gemm": ("L2 -> shared memory by TMA", "tab:olive")}
-PATH_MARKER = {"l2_read": ("o", "loads by LDG/cp.async"), "tma_l2_gemm": ("s", "loads by TMA")}
+         "tma_l2_gemm": ("L2 -> shared memory by TMA", "tab:olive"),
+         "tma_multicast": ("L2 -> shared memory by TMA multicast, bytes landed", "tab:green")}
+PATH_MARKER = {"l2_read": ("o", "loads by LDG/cp.async"), "tma_l2_gemm": ("s", "loads by TMA"),
+               "tma_multicast": ("D", "loads by TMA multicast")}
 PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak", "tab:green"),
          "hgmma_peak": ("wgmma peak, zero operands", "tab:pink"),
          "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red"),
@@ -35,7 +37,10 @@ def _source_note(items) -> str:
 
 
 def load_path(r) -> str:
-    """The ceiling id of the L2 path a rung loads its operands through: TMA (tensor maps) or LDG/cp.async."""
+    """The ceiling id of the L2 path a rung loads its operands through: TMA multicast to a 2-CTA cluster (bytes
+    landed in both CTAs, as Nsight Compute counts them at the SMs), TMA, or LDG/cp.async."""
+    if any(op.startswith("UTMALDG.2D.MULTICAST") for op in r.sass_has):
+        return "tma_multicast"
     return "tma_l2_gemm" if r.operands.startswith("tensor_maps") else "l2_read"
 
 
@@ -62,7 +67,7 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
         paths.add(path)
         ax.scatter([ai], [row.tflops], zorder=3, s=30, marker=PATH_MARKER[path][0])
         ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8)
-    if len(paths) > 1 or "tma_l2_gemm" in paths:  # a legend line per marker, so the reader knows which roof is whose
+    if len(paths) > 1 or paths - {"l2_read"}:  # a legend line per marker, so the reader knows which roof is whose
         for path in sorted(paths):
             ax.scatter([], [], marker=PATH_MARKER[path][0], color="grey", label=f"rung {PATH_MARKER[path][1]}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",

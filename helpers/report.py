@@ -166,9 +166,10 @@ def _display_code(text: str, language: str) -> None:
 
 
 def progress(items, what: str):
-    """`items` with a progress bar (tqdm.auto: a widget in a notebook, a line on stderr in a terminal) while numbers
-    are being measured; silent in replay, where every item is a lookup."""
-    from tqdm.auto import tqdm
+    """`items` with a progress bar (a text line on stderr, redrawn in place, in a notebook as in a terminal) while
+    numbers are being measured; silent in replay, where every item is a lookup. Not tqdm's notebook widget: a saved
+    notebook and the static book cannot draw a widget, and a bar that is only a widget leaves an empty output."""
+    from tqdm import tqdm
     items = list(items)
     return tqdm(items, desc=what, disable=not live() or len(items) < 2, leave=False)
 

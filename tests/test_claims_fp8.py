@@ -2,6 +2,8 @@
 the CPU demos, from the same seeded model the notebook runs), so a re-recorded run that changes the story fails
 here until the prose is changed too. Runs without a GPU."""
 import json
+import re
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from helpers.registry import ROOT
 from conftest import prose, says
 
 FP8, BF16 = "12_fp8", "10_beyond_cublas"
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 
 
 @pytest.fixture(scope="module")
@@ -33,50 +36,119 @@ def _contenders(data, n):
     return data["baselines"][f"e4m3-TN-bf16@{n}x{n}x{n}"]["contenders"]
 
 
+def _algorithm(label):
+    """(rank, of, tile) from a cuBLASLt label: "..., tile 128x128, cluster 1x2x1; the heuristic's #5 of 8 ...";
+    the tile as the prose writes it, "128 × 128"."""
+    m = re.search(r"tile (\d+)x(\d+), cluster [\dx]+; the heuristic's #(\d+) of (\d+)", label)
+    assert m, f"no algorithm in the label {label!r}"
+    return int(m[3]), int(m[4]), f"{m[1]} × {m[2]}"
+
+
+def _crosscheck_bar():
+    sys.path.insert(0, str(ROOT / "ci"))
+    import crosscheck
+    return 100 * crosscheck.GAP
+
+
 def test_chapter_12_climb_and_target(data, text):
     up = {n: _row(data, FP8, n)["tflops"] / _row(data, BF16, n)["tflops"] for n in (4096, 8192)}
     assert says(text, f"Rung 12 runs {up[4096]:.2f} times as fast as rung 10 at N = 4096 and {up[8192]:.2f} times at "
                       f"8192")
     ratio = {n: _row(data, FP8, n)["ratio"] for n in (4096, 8192)}
     assert says(text, f"against it rung 12 reaches {ratio[4096]:.1%} and {ratio[8192]:.1%}")
-    assert max(ratio.values()) < 1.0 and says(text, "**the target of 1.00× is missed at both sizes**")
-    assert round(100 * (1 - ratio[4096])) == 3 and round(100 * (1 - ratio[8192]), 1) == 0.5  # "3 points", "half a point"
+    miss = {n: 100 * (1 - ratio[n]) for n in (4096, 8192)}
+    assert max(ratio.values()) < 1.0 and says(text, f"**the target of 1.00× is missed at both sizes**, by "
+                                                    f"{miss[4096]:.1f} points at 4096 and {miss[8192]:.1f} at 8192")
     for n in (4096, 8192):  # the reference is the fast-accumulation mode at both sizes
         assert "fast accumulation" in _row(data, FP8, n)["cublas_ref"]
     promoted = {n: _row(data, FP8, n)["tflops"] / max(t["tflops"] for name, t in _contenders(data, n).items()
                                                        if "fast" not in name) for n in (4096, 8192)}
     assert says(text, f"rung 12 is {promoted[4096] - 1:.1%} and {promoted[8192] - 1:.1%} ahead")
+    # how the reference is chosen: the heuristic's first LT_CANDIDATES algorithms (and the autotuner's pick), timed
+    from helpers.timing import LT_CANDIDATES
+    assert says(text, f"times the heuristic's first {WORDS[LT_CANDIDATES]} candidate algorithms (fewer where the "
+                      f"heuristic offers fewer), plus the autotuner's pick when it is not among them")
+    ref4 = _row(data, FP8, 4096)["cublas_ref"]
+    rank, of, tile = _algorithm(ref4)
+    assert f"the fastest of {LT_CANDIDATES} cuBLASLt algorithms" in ref4 and "autotune's pick" in ref4
+    assert says(text, f"the fastest of the {WORDS[LT_CANDIDATES]} fast-accumulation algorithms was the heuristic's "
+                      f"#{rank} of {of}, a {tile} tile (the autotuner picked it too)") and rank > 1
     c = _contenders(data, 4096)
     tuned = c["cuBLASLt FP8 fast autotuned"]["tflops"] / c["cuBLASLt FP8 fast heuristic"]["tflops"] - 1
     first = _row(data, FP8, 4096)["tflops"] / c["cuBLASLt FP8 fast heuristic"]["tflops"]
     assert says(text, f"beats the heuristic's first choice by {tuned:.1%}; against that first choice rung 12 is at "
                       f"{first:.1%}")
+    rank8, of8, tile8 = _algorithm(_row(data, FP8, 8192)["cublas_ref"])
+    assert (rank8, of8) == (1, 1) and "fastest of" not in _row(data, FP8, 8192)["cublas_ref"]
+    assert says(text, f"offers a single fast-accumulation algorithm, the heuristic's #1 of 1, a {tile8} tile")
     c8 = _contenders(data, 8192)
     assert abs(c8["cuBLASLt FP8 fast autotuned"]["tflops"] / c8["cuBLASLt FP8 fast heuristic"]["tflops"] - 1) < 0.002
+    summary = (f"{up[4096]:.2f} and {up[8192]:.2f} times rung 10 at N = 4096 and 8192; {ratio[4096]:.1%} and "
+               f"{ratio[8192]:.1%} of the strongest cuBLASLt FP8")
+    assert says(text, summary) and says(text, f"{promoted[4096] - 1:.1%} and {promoted[8192] - 1:.1%} ahead of "
+                                              f"cuBLASLt's default, promoted mode")
     assert says(text, f"This run measured {up[8192]:.2f} at N = 8192 (and {up[4096]:.2f} at 4096)")
 
 
-def test_chapter_12_crosscheck_ceiling_and_power(data, text):
-    gaps = [abs(data["crosscheck"][f"{FP8}@{n}"]["gap_points"]) for n in (4096, 8192)]
-    assert says(text, f"within {gaps[0]:.1f} points at 4096 and {gaps[1]:.1f} at 8192")
+def test_chapter_12_says_the_4096_crosscheck_still_disagrees(data, text):
+    bar = _crosscheck_bar()
+    cc = {n: data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)}
+    assert all(c["cache_control"] == "none" for c in cc.values()) and says(text, "with `--cache-control none`")
+    assert says(text, f"({cc[4096]['ncu_launches']} launches at 4096, {cc[8192]['ncu_launches']} at 8192)")
+    assert says(text, f"A gap over {bar:.0f} points fails the check")
+    c8, c4 = cc[8192], cc[4096]
+    assert c8["ok"] and abs(c8["gap_points"]) < bar
+    assert says(text, f"At 8192 the two agree: Nsight Compute gives {c8['ncu_ratio']:.1%} against the harness's "
+                      f"{c8['harness_ratio']:.1%}, a gap of {c8['gap_points']:.1f} points")
+    assert not c4["ok"] and abs(c4["gap_points"]) > bar  # the day it agrees, this paragraph must change
+    assert says(text, f"At 4096 they still disagree: Nsight Compute gives {c4['ncu_ratio']:.1%} against "
+                      f"{c4['harness_ratio']:.1%}, a gap of {c4['gap_points']:.1f} points, over the {bar:.0f}-point "
+                      f"bar, with caches flushed in neither")
+    assert says(text, "The cause is not found yet") and not says(text, "so the ratios are the kernels' own")
+    g10 = [data["crosscheck"][f"{BF16}@{n}"] for n in (4096, 8192)]
+    assert all(g["ok"] and g["cache_control"] == "none" for g in g10)
+    assert says(text, f"agrees at both sizes ({g10[0]['gap_points']:+.1f} and {g10[1]['gap_points']:+.1f} points)")
+    # where the gap sits: rung 12's own time moves under ncu, cuBLASLt's does not
+    assert c4["ncu_kernel_ms"] / c4["harness_kernel_ms"] - 1 > 0.03
+    assert abs(c4["ncu_cublas_ms"] / c4["harness_cublas_ms"] - 1) < 0.01
+    assert says(text, f"Nsight Compute times rung 12 at {c4['ncu_kernel_ms'] * 1e3:.1f} µs per call against the "
+                      f"harness's {c4['harness_kernel_ms'] * 1e3:.1f} µs, and the cuBLASLt kernel at "
+                      f"{c4['ncu_cublas_ms'] * 1e3:.1f} µs against {c4['harness_cublas_ms'] * 1e3:.1f} µs")
+    # the cross-check's rounds chose another algorithm than the table's, hence a different harness ratio
+    table = data["baselines"]["e4m3-TN-bf16@4096x4096x4096"]
+    own, tabled = _algorithm(c4["cublas"])[0], _algorithm(_row(data, FP8, 4096)["cublas_ref"])[0]
+    assert own != tabled
+    assert says(text, f"whose fastest cuBLASLt was the heuristic's #{own}, at {c4['harness_cublas_ms'] * 1e3:.1f} µs; "
+                      f"the table's rounds found #{tabled} at {table['ms'] * 1e3:.1f} µs, so the harness says "
+                      f"{c4['harness_ratio']:.1%} here and {_row(data, FP8, 4096)['ratio']:.1%} in the table")
+    assert says(text, f"at 4096 it still disagrees by {c4['gap_points']:.1f} points, for a reason not yet found")
+
+
+def test_chapter_12_ceiling_and_power(data, text):
     q, h = data["ceilings"]["qgmma_peak_random"], data["ceilings"]["hgmma_peak_random"]
     assert says(text, f"holds {q['value']:,.0f} TFLOP/s at {q['sm_clock_mhz']:,.0f} MHz and {q['power_w']:.0f} W: "
                       f"{q['value'] / h['value']:.2f} times the BF16 probe")
     roof = [_row(data, r, n)["tflops"] / c["value"] for r, c in ((FP8, q), (BF16, h)) for n in (4096, 8192)]
     assert says(text, f"Rung 12 reaches {roof[0]:.0%} of that ceiling at 4096 and {roof[1]:.0%} at 8192; rung 10 "
                       f"reaches {roof[2]:.0%} and {roof[3]:.0%}")
+    assert roof[0] < roof[2] and roof[1] < roof[3] and roof[2] - roof[0] > roof[3] - roof[1]  # "most at 4096"
+    assert says(text, "further from its roof than rung 10 at both sizes, most at 4096")
     s8 = data["sustained"][f"{FP8}@8192"]
     assert says(text, f"rung 12 holds {s8['ratio']:.1%} of cuBLASLt ({s8['tflops']:,.0f} against "
-                      f"{s8['cublas_tflops']:,.0f} TFLOP/s)")
+                      f"{s8['cublas_tflops']:,.0f} TFLOP/s), as in its bursts ({s8['burst_ratio']:.1%})")
+    assert abs(s8["ratio"] - s8["burst_ratio"]) < 0.01
     lo, hi = sorted((s8["sm_clock_mhz"], s8["cublas_sm_clock_mhz"]))
-    assert says(text, f"{lo:,.0f}-{hi:,.0f} MHz")
-    assert all(abs(w - 710) < 10 for w in (s8["power_w"], s8["cublas_power_w"]))
+    burst_mhz = _row(data, FP8, 8192)["sm_clock_mhz"]
+    assert says(text, f"the clock down from the bursts' {burst_mhz:,.0f} MHz to {lo:,.0f}-{hi:,.0f} MHz")
+    assert says(text, f"back to back: {s8['power_w']:.0f} and {s8['cublas_power_w']:.0f} W")
+    assert all(w > 0.98 * 700 for w in (s8["power_w"], s8["cublas_power_w"]))  # "run into the cap"
     pj = sorted((s8["pj_per_flop"], s8["cublas_pj_per_flop"]))
     assert says(text, f"Both spend {pj[0]:.2f}-{pj[1]:.2f} pJ per FLOP")
     bf = data["sustained"][f"{BF16}@8192"]
     assert says(text, f"about half of BF16's {bf['pj_per_flop']:.2f}") and 0.45 < pj[1] / bf["pj_per_flop"] < 0.55
     assert says(text, f"the FP8 rung does {s8['tflops'] / bf['tflops']:.2f} times rung 10's FLOP per second")
-    assert says(text, f"98.5% of cuBLASLt at 8192") and round(s8["ratio"], 3) == 0.985
+    assert says(text, f"FP8 costs about {s8['pj_per_flop']:.2f} pJ per FLOP, half of BF16's, and rung 12 holds "
+                      f"{s8['ratio']:.1%} of cuBLASLt at 8192")
 
 
 def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, monkeypatch):
@@ -84,11 +156,16 @@ def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, mon
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     s4, s8 = sustained(FP8, 4096), sustained(FP8, 8192)
     assert s4["host_bound"] == ["cuBLAS"] and s8["host_bound"] == []
-    row = _row(data, FP8, 4096)
-    gpu_us = 2 * 4096**3 / (row["cublas_tflops"] * 1e12) * 1e6
-    assert says(text, f"about {row['cublas_host_us']:.0f} µs of host time per call")
-    assert says(text, f"about {gpu_us:.0f} µs on the GPU")
-    assert s4["ratio"] > 1.2  # what printing it as a ratio would have claimed
+    assert says(text, f"it took about {s4['cublas_host_us']:.0f} µs of host time per call in the bursts, while the "
+                      f"call runs for about {s4['cublas_gpu_us']:.0f} µs on the GPU")
+    # the back-to-back line of this run: at the cap, and quicker per call than the bursts' host time
+    per_call = 2 * 4096**3 / (s4["cublas_tflops"] * 1e12) * 1e6
+    assert s4["cublas_power_w"] > 700 and per_call < s4["cublas_host_us"]
+    assert says(text, f"cuBLASLt drew {s4['cublas_power_w']:.0f} W at {s4['cublas_sm_clock_mhz']:,.0f} MHz, at the cap "
+                      f"like rung 12, and ran at {s4['cublas_tflops']:,.0f} TFLOP/s, about {per_call:.0f} µs per call")
+    assert says(text, f"The two lines would give {s4['ratio']:.1%}, near the bursts' {s4['burst_ratio']:.1%}")
+    assert abs(s4["ratio"] - s4["burst_ratio"]) < 0.02
+    assert says(text, "The flag stays all the same")
 
 
 def test_chapter_12_profile_and_variants(data, text):
@@ -101,6 +178,11 @@ def test_chapter_12_profile_and_variants(data, text):
         assert abs(e(FP8, n, "sm_busy_pct") - e("cublas_fp8", n, "sm_busy_pct")) < 1
         assert abs(e(FP8, n, "dram_read_gb") / e("cublas_fp8", n, "dram_read_gb") - 1) < 0.05
     assert "128x256" in e("cublas_fp8", 4096, "kernel") and pipes[2] > pipes[0]
+    assert {e(who, n, "run") for who in (FP8, "cublas_fp8") for n in (4096, 8192)} == {"2026-11-22T03:29Z-h100"}
+    assert says(text, "(`ci/l2_schedule.py`, recorded in run 2026-11-22T03:29Z-h100)")
+    ratio4 = _row(data, FP8, 4096)["ratio"]
+    assert says(text, f"What leaves rung 12 {100 * (1 - ratio4):.1f} points short at 4096 is a different kernel, the "
+                      f"{_algorithm(_row(data, FP8, 4096)['cublas_ref'])[2]} tile that won this run's rounds")
     v = lambda change, n: data["variants"][f"{FP8}:{json.dumps(change, sort_keys=True)}@{n}"]["ratio"]  # noqa: E731
     group = max(v({}, n) - v({"GROUP_M": 16}, n) for n in (4096, 8192))
     assert says(text, f"a longer group costs up to {100 * group:.1f} points")
@@ -136,11 +218,49 @@ def test_chapter_11_quotes_chapter_12_as_recorded(data):
     ratio = [_row(data, FP8, n)["ratio"] for n in (4096, 8192)]
     assert says(text, f"{up[0]:.2f} and {up[1]:.2f} times rung 10 at N = 4096 and 8192, and {ratio[0]:.1%} and "
                       f"{ratio[1]:.1%} of cuBLASLt's FP8 GEMM with fast accumulation")
+    cc = [data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)]
+    assert cc[1]["ok"] and not cc[0]["ok"]
+    assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 it still disagrees by "
+                      f"{cc[0]['gap_points']:.1f} points, for a reason chapter 12 has not yet found")
 
 
 def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
     cc = data["crosscheck"][f"{FP8}@4096"]
     (name,) = cc["cublas_kernels"]
     assert says(text, f"`{name}` at 4096") and "176x128_128x5_1x2" in name and "coop" not in name
+    rank = _algorithm(cc["cublas"])[0]
+    assert says(text, f"in the cross-check's own rounds the fastest was the heuristic's #{rank}, `{name}`")
     assert says(text, f"timed it at {cc['ncu_cublas_ms'] * 1e3:.1f} µs against rung 12's "
                       f"{cc['ncu_kernel_ms'] * 1e3:.1f} µs")
+
+
+def test_chapter_12_names_the_limit_the_profile_shows():
+    """The cell after the profile figure names what binds rung 12 at 8192 by the metrics limit_of reads from the
+    recorded profiles, and compares them with rung 10's, which the same figure draws."""
+    from helpers.figures import limit_of
+    from helpers.figures.profile import ROOFS
+    from helpers.ladder import recorded_ceilings, recorded_entry
+    nb = json.loads((ROOT / "chapters" / "12_fp8.ipynb").read_text())
+    ids = [c["id"] for c in nb["cells"]]
+    i = ids.index("c12-profile-md")
+    assert ids[i - 1] == "c12-profile" and nb["cells"][i]["cell_type"] == "markdown"
+    assert 'fig_profile("12_fp8", "10_beyond_cublas", n=8192)' in "".join(nb["cells"][i - 1]["source"])
+    md = prose("".join(nb["cells"][i]["source"]))
+    x, b = limit_of(FP8, 8192), limit_of(BF16, 8192)
+    e, eb = recorded_entry("profiles", f"{FP8}@8192"), recorded_entry("profiles", f"{BF16}@8192")
+    assert x["roof"] == b["roof"] and x["pipe"] == b["pipe"] == "tensor"  # "the same roof"
+    assert says(md, f"Nsight Compute on {FP8} at N = 8192 (run {e['run']}): the top stall is `{x['top_stall']}` "
+                    f"({x['top_share']:.0%} of the sampled stalls), the tensor pipe is busy {x['pipe_pct']:.0f}% of "
+                    f"the time, and L2 delivers {e['l2_tbps']:.2f} TB/s, {x['l2_fraction_of_roof']:.0%} of the "
+                    f"{ROOFS[x['roof']]} roof")
+    assert abs(e["l2_tbps"] / recorded_ceilings()[x["roof"]].value - x["l2_fraction_of_roof"]) < 1e-9
+    # "rung 10's profile, a little worse": the same top stall, a larger share of it, a less busy pipe
+    assert x["top_stall"] == b["top_stall"] and x["top_share"] > b["top_share"] and x["pipe_pct"] < b["pipe_pct"]
+    assert says(md, f"rung 10 has `{b['top_stall']}` at {b['top_share']:.0%}, its tensor pipe busy "
+                    f"{b['pipe_pct']:.0f}% of the time and L2 at {b['l2_fraction_of_roof']:.0%} of the same roof")
+    # "not the load path": neither comes near its roof, and rung 10 draws more through the same path
+    assert max(x["l2_fraction_of_roof"], b["l2_fraction_of_roof"]) < 0.75
+    assert b["l2_fraction_of_roof"] > x["l2_fraction_of_roof"]
+    assert says(md, f"neither rung comes near that roof, and rung 10 draws {eb['l2_tbps'] / e['l2_tbps'] - 1:.0%} "
+                    f"more through it")
+    assert says(md, f"What leads is the {x['top_stall']}") and x["top_share"] > 0.5  # "most of ... stalled warps"

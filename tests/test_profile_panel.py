@@ -45,8 +45,12 @@ def _ceiling(cid: str) -> float:
 
 
 def _path_roof(rid: str) -> str:
-    """Written out here, not imported: TMA rungs (tensor-map operands) load through TMA, the rest through LDG."""
-    return "tma_l2_gemm" if rung(rid).operands in ("tensor_maps", "tensor_maps_c") else "l2_read"
+    """Written out here, not imported: rungs whose SASS the registry claims multicast loads load through TMA
+    multicast, the other tensor-map rungs through TMA, the rest through LDG."""
+    r = rung(rid)
+    if "UTMALDG.2D.MULTICAST" in r.sass_has:
+        return "tma_multicast"
+    return "tma_l2_gemm" if r.operands in ("tensor_maps", "tensor_maps_c") else "l2_read"
 
 
 def _widths(ax) -> dict[str, list[float]]:
@@ -93,7 +97,7 @@ def test_panel_draws_the_recorded_numbers_legibly(rid, before, n):
         assert rates[i] == pytest.approx([pipe, 100 * e["l2_tbps"] / roof, e["smem_pipe_pct"], e["occupancy_pct"]],
                                          rel=1e-12)
         assert f"{e['l2_tbps']:.2f} TB/s" in written
-        assert f"{roof:.2f}" in labels and ("TMA" if _path_roof(i) == "tma_l2_gemm" else "LDG") in labels
+        assert f"{roof:.2f}" in labels and {"tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast", "l2_read": "LDG"}[_path_roof(i)] in labels
     assert "shared-memory pipe busy" in labels
 
     # The source, so a saved figure stays true; the issuing share beside each rung's name.

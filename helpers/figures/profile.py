@@ -14,7 +14,7 @@ from .common import clean
 
 RUNG_COLOUR, BEFORE_COLOUR = "tab:blue", "0.62"   # the rung taught, the rung before it
 TOP = 5                                           # stall reasons kept per rung; the rest are summed as "other"
-ROOFS = {"l2_read": "LDG", "tma_l2_gemm": "TMA"}  # the ceiling of each load path, and its short name
+ROOFS = {"l2_read": "LDG", "tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast"}  # each load path's ceiling
 FONT = 8.5
 
 
@@ -29,8 +29,9 @@ def _entry(rung_id: str, n: int) -> dict:
 
 
 def _roof(rung_id: str) -> str:
-    """The ceiling of the path rung_id loads through: TMA (tensor-map rungs) at a GEMM's working set, else LDG."""
-    return "tma_l2_gemm" if rung(rung_id).operands.startswith("tensor_maps") else "l2_read"
+    """The ceiling of the path rung_id loads through (helpers.plot.load_path): TMA multicast, TMA, or LDG."""
+    from ..plot import load_path
+    return load_path(rung(rung_id))
 
 
 def _pipe(e: dict) -> tuple[str, float]:
@@ -141,3 +142,13 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     what = f"{rung_id} beside {before_id}" if before_id else rung_id
     fig.suptitle(f"{what} at N={n}: Nsight Compute, {source}", fontsize=10)
     return ax_s, ax_r
+
+
+def limit_sentence(rung_id: str, n: int) -> str:
+    """The sentence each chapter's prose opens its profile paragraph with, built from limit_of, so the tests can
+    hold the prose to the recorded profile word for word."""
+    x, e = limit_of(rung_id, n), _entry(rung_id, n)
+    path = {"tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast", "l2_read": "LDG/cp.async"}[x["roof"]]
+    return (f"Nsight Compute on {rung_id} at N = {n} (run {e['run']}): the top stall is `{x['top_stall']}` "
+            f"({x['top_share']:.0%} of the sampled stalls), the {x['pipe']} pipe is busy {x['pipe_pct']:.0f}% of the "
+            f"time, and L2 delivers {e['l2_tbps']:.2f} TB/s, {x['l2_fraction_of_roof']:.0%} of the {path} roof.")
