@@ -2,7 +2,8 @@
 
 Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
 recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the recorded H100 numbers
-as it would on a laptop. The test runs all cells, checks that none raised and that the replay banner shows, then
+as it would on a laptop. The test checks the saved banner before running (it must say when it was measured and what
+running will do), runs all cells, checks that none raised and that the replay banner shows, then
 changes the explorer's N and checks that the widget redrew (a new figure, and the rungs not measured at that N
 named in a line).
 """
@@ -96,6 +97,16 @@ def test_a_reader_runs_chapter_01_and_moves_the_explorer(lab, browser):  # noqa:
     _wait(browser, KERNEL_IDLE, 120, "the notebook to open with an idle kernel")
     code_cells = browser.execute_script("return window.jupyterapp.shell.currentWidget.content.widgets"
                                         ".filter(c => c.model.type === 'code').length")
+    # Before running, the saved banner (from the H100 run) must say when it was measured and what running will do,
+    # never that it is live.
+    saved = browser.execute_script("""
+        const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+        for (let i = 0; i < cells.length; i++) {
+            const o = JSON.stringify(cells.get(i).type === 'code' ? cells.get(i).outputs.toJSON() : []);
+            if (o.includes('</b>:')) return o;
+        }
+        return '';""")
+    assert "<b>MEASURED</b>:" in saved and "replays these recorded numbers anywhere else" in saved, saved[:300]
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
     _wait(browser, ALL_RAN, 240, "every cell to run")

@@ -9,7 +9,7 @@
     measure(rung, n)       check + bench + record when live (once per run); the recorded row when replaying
     ceiling(id)            a machine ceiling from chapter 00, measured once per run, or recorded
     roofline / climb       the two plots; explore_ladder() adds widgets; sweep() plots TFLOP/s against N
-    banner()               says LIVE or REPLAY, and where replayed numbers came from
+    banner()               says MEASURED (and when) or REPLAY, and where replayed numbers came from
 
 The verbs are functions; the modules they live in have other names (compiler, correctness, timing, launch), so
 `import helpers.compiler` is always the module. README.md ("How a rung becomes a plotted number") walks the layers.

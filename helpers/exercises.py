@@ -247,7 +247,30 @@ def _predicted(chapter: str, x: dict) -> dict:
 
 
 TOLERANCE = {"00": 0.03, "01": 0.01, "02": 0.02, "12": 0.01}  # relative, for answers worked out from measured numbers
-TOLERANCE.update({key: 0.02 for key in PREDICTIONS})  # (chapter, exercise): a napkin worked with rounded numbers
+TOLERANCE.update({key: 0.05 for key in PREDICTIONS})  # (chapter, exercise): a napkin worked with rounded numbers
+
+# The wrong answers people give most, as factors of the right one, and what each one usually means.
+HINTS = ((2.0, "twice the answer: a factor of 2 counted once too often (an FMA is 2 FLOP, a bf16 value 2 bytes, "
+               "a tile has two operands)"),
+         (0.5, "half the answer: a factor of 2 left out (an FMA is 2 FLOP, a bf16 value 2 bytes, a tile has two "
+               "operands)"),
+         (1e3, "1,000 times the answer: check the unit asked for (TB/s, not GB/s; TFLOP/s, not GFLOP/s)"),
+         (1e-3, "a thousandth of the answer: check the unit asked for (TB/s, not GB/s; TFLOP/s, not GFLOP/s)"),
+         (1024.0, "1,024 times the answer: check the unit asked for (KiB against bytes)"),
+         (1 / 1024, "a 1,024th of the answer: check the unit asked for (bytes against KiB)"))
+
+
+def _hint(mine, expected, rel: float) -> str:
+    """Why a numeric answer is off, when it is off in one of the usual ways; else how close it must come."""
+    if not isinstance(mine, (int, float)) or not isinstance(expected, (int, float)) or not expected or not mine:
+        return ""
+    slack = max(rel, 0.02)
+    for factor, why in HINTS:
+        if abs(mine / (expected * factor) - 1) <= slack:
+            return f": {why}"
+    if abs(expected - 1) > slack and abs(mine * expected - 1) <= slack:
+        return ": that is the inverse of the answer; check which quantity goes on top"
+    return f" (answers within {rel:.0%} count)" if rel else ""
 
 
 def mark(name: str, mine, expected, rel: float = 0.0) -> str:
@@ -257,7 +280,7 @@ def mark(name: str, mine, expected, rel: float = 0.0) -> str:
         ok = isinstance(mine, (int, float)) and abs(mine / expected - 1) <= rel
     else:
         ok = mine == expected
-    return f"{name}: {'correct' if ok else 'not yet'}"
+    return f"{name}: correct" if ok else f"{name}: not yet{_hint(mine, expected, rel)}"
 
 
 def grade(chapter: str, answers: dict, **context) -> None:

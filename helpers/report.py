@@ -73,10 +73,14 @@ def where_it_runs() -> str:
 def banner_text(chapter: str | None = None) -> str:
     if live():
         d = device()
-        text = (f"LIVE: measured on {d.name} when these cells ran, {d.env()['date']} (run {results.run_id()}; "
-                f"driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy {d.cupy}). A number this run had already "
-                f"measured, in another chapter or by the ladder, is reused, and each table row shows when it was "
-                f"measured. GPU time only, against the strongest cuBLAS in the same rounds.")
+        # Written for two readers: the one running the cells now, and the one who opens the saved notebook or the
+        # static book later, on any machine, before running anything (for whom "live" would be false).
+        text = (f"MEASURED: these outputs were measured on {d.name} when the cells ran, {d.env()['date']} (run "
+                f"{results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy {d.cupy}). A number this "
+                f"run had already measured, in another chapter or by the ladder, is reused, and each table row shows "
+                f"when it was measured. GPU time only, against the strongest cuBLAS in the same rounds. Reading a "
+                f"saved copy? Running the cells again measures anew on an H100 and replays these recorded numbers "
+                f"anywhere else, saying so here.")
         hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
         why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
                                     older and f"{_names(older)} need sm_80 or newer") if p)
@@ -99,7 +103,7 @@ def banner(chapter: str | None = None) -> None:
     needs = needs_text(chapter) if chapter else ""
     try:
         from IPython.display import HTML, display
-        colour = "#e6f4ea" if text.startswith("LIVE") else "#fff4e5"
+        colour = "#e6f4ea" if text.startswith("MEASURED") else "#fff4e5"
         mode, rest = text.split(":", 1)
         extra = f"<br><b>Needs</b>:{needs.split(':', 1)[1]}" if needs else ""
         display(HTML(f'<div style="background:{colour};padding:8px;border-left:4px solid #888">'

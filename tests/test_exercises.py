@@ -236,3 +236,26 @@ def test_the_worked_predictions_say_what_the_recorded_run_measured():
     assert "a little smaller, and inside the napkin's range" in said["07_tma"]
     low = (1024 + 2 * 12 * 5) / 1024  # five instructions per copy
     assert low <= t("07_tma") / t("06_wgmma_wide") < _predicted("07", {})[5]
+
+
+def test_a_wrong_answer_gets_a_hint_for_the_usual_mistakes():
+    from helpers.exercises import mark
+    assert mark("e", 64.0, 32.0) == "e: not yet: twice the answer: a factor of 2 counted once too often (an FMA is " \
+                                    "2 FLOP, a bf16 value 2 bytes, a tile has two operands)"
+    assert "half the answer" in mark("e", 16.0, 32.0)
+    assert "the inverse of the answer" in mark("e", 1 / 8.0, 8.0)
+    assert "check the unit asked for (TB/s, not GB/s" in mark("e", 7480.0, 7.48, 0.02)
+    assert "KiB against bytes" in mark("e", 49152 * 1024, 49152)
+    assert mark("e", 40.0, 32.0, 0.02) == "e: not yet (answers within 2% count)"
+    assert mark("e", 33.0, 32.0) == "e: not yet"  # an exact answer (a register count) states no tolerance
+    assert mark("e", 32.5, 32.0, 0.02) == "e: correct"
+
+
+def test_a_prediction_within_five_percent_of_the_napkin_counts(capsys, monkeypatch):
+    from helpers.exercises import _predicted, grade
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    napkin = _predicted("07", {})[5]
+    grade("07", {5: napkin * 0.955})
+    assert "exercise 5: correct" in capsys.readouterr().out
+    grade("07", {5: napkin * 0.9})
+    assert "exercise 5: not yet (answers within 5% count)" in capsys.readouterr().out

@@ -255,6 +255,20 @@ def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch
     assert "(02_wmma_naive, 02_wmma_smem need sm_80 or newer)" in report.banner_text("02")
 
 
+def test_a_saved_measured_banner_tells_a_later_reader_what_running_will_do(monkeypatch):
+    """The banner an H100 run saves is read later, on any machine, before anything runs: it says when the outputs were
+    measured, never that they are live, and what running the cells again will do."""
+    from helpers import gpu, report
+    h100 = gpu.Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 50 << 20, 227 << 10, 1980, 2619, "580.159.04", "13.0",
+                      "13.0", "14.2.0", "13.0")
+    monkeypatch.setattr(report, "live", lambda: True)
+    monkeypatch.setattr(report, "device", lambda: h100)
+    text = report.banner_text("07")
+    assert text.startswith("MEASURED: these outputs were measured on NVIDIA H100 80GB HBM3 when the cells ran")
+    assert "Running the cells again measures anew on an H100 and replays these recorded numbers anywhere else" in text
+    assert "LIVE" not in text and "cannot run" not in text
+
+
 def test_why_not_live_is_one_sentence_for_an_old_gpu(monkeypatch):
     from helpers import gpu
     monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
