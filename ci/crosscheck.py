@@ -6,8 +6,8 @@ harness's rounds run unprofiled, then a batch of each contender inside the NVTX 
 
 Like with like: the harness never flushes a cache between launches, and it queues a contender's launches back to
 back over rotating input sets; so ncu runs with `--cache-control none` (by default it flushes every cache before
-each profiled kernel, which moved its ratio by about 2 points on the H100) and `--clock-control none` (by default
-it locks the SM clock to base), and the profiled launches are the
+each profiled kernel, which moved its ratio by about 2 points on the H100) and `--clock-control none` (ncu_rows
+passes it: by default ncu locks the SM clock to base), and the profiled launches are the
 harness's own batch (as many as it timed per batch, at least 7), queued back to back, inputs rotated as in the
 rounds. Every entry records the cache setting and ncu's arguments.
 
@@ -28,10 +28,10 @@ CACHE_CONTROL = "none"  # the harness does not flush between launches; ncu's def
 TIME, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"
 # the SM clock each profiled kernel ran at: ncu serialises kernels, so each may run at another clock than in the
 # harness's back-to-back rounds, and a ratio of durations then mixes two clocks (recorded as ncu_*_mhz)
-# --clock-control none: by default ncu locks the SM clock to its base for every profiled kernel, while the harness
-# runs the card as it finds it (boost, sagging under the power cap); like with like means letting the clock float.
-NCU_ARGS = ["--metrics", f"{TIME},{CLOCK}", "--cache-control", CACHE_CONTROL, "--clock-control", "none",
-            "--nvtx", "--nvtx-include", "timed/"]
+# By default ncu locks the SM clock to its base for every profiled kernel, while the harness runs the card as it
+# finds it (boost, sagging under the power cap); ncu_rows (helpers.profile) always passes --clock-control none.
+CLOCK_CONTROL = "none"
+NCU_ARGS = ["--metrics", f"{TIME},{CLOCK}", "--cache-control", CACHE_CONTROL, "--nvtx", "--nvtx-include", "timed/"]
 CHILD = r"""
 import json, sys
 import cupy as cp
@@ -81,7 +81,7 @@ def crosscheck(rung_id: str, n: int, entry: str) -> dict:
             "ncu_cublas_ms": sum(theirs) / launches / 1e6, "harness_kernel_ms": harness["kernel_ms"],
             "harness_cublas_ms": harness["cublas_ms"], "cublas": harness["ref"], "cublas_contender": harness["best"],
             "cublas_candidates": harness.get("contenders"), "cache_control": CACHE_CONTROL,
-            "clock_control": NCU_ARGS[NCU_ARGS.index("--clock-control") + 1],
+            "clock_control": CLOCK_CONTROL,
             "ncu_launches": launches, "ncu_args": " ".join(NCU_ARGS), "ncu_kernel_mhz": mhz(True),
             "ncu_cublas_mhz": mhz(False),
             "cublas_kernels": sorted({k[:60] for k, _ in ns if not k.startswith(entry)})}
