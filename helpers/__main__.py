@@ -74,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     lad.add_argument("--n", type=_size, nargs="+", help="square sizes N (default 4096, unless --shape is given)")
     lad.add_argument("--shape", type=_size, nargs=3, action="append", metavar=("M", "N", "K"), default=[],
                      help="a non-square M N K (repeat the option for several)")
-    lad.add_argument("--rungs", nargs="+", help="rung ids (default: every registered rung)")
+    lad.add_argument("--rungs", nargs="+", help="rung ids (default: the main path, helpers.registry.MAIN)")
+    lad.add_argument("--all", action="store_true", help="every registered rung: the main path and the ablations")
     lad.add_argument("--replay", action="store_true", help="show recorded results even if a GPU is present")
     lad.add_argument("--json", action="store_true", help="print rows as JSON instead of a table")
     lad.add_argument("--plot", type=_plot_path, default="climb.png",
@@ -125,7 +126,7 @@ def main(argv=None) -> int:
         return 2
     if args.cmd == "profile":
         return _profile(chosen or [registry.rung(x) for x in registry.MAIN], _unique(args.n), args.json)
-    return _ladder(args, chosen or list(registry.RUNGS))
+    return _ladder(args, chosen or (list(registry.RUNGS) if args.all else [registry.rung(x) for x in registry.MAIN]))
 
 
 def _ladder(args, chosen) -> int:

@@ -78,11 +78,14 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
 
 
 def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb"):
-    """TFLOP/s per rung as bars (one bar per size), cuBLAS (same dtype, same run) as a line per dtype."""
+    """TFLOP/s per rung as bars (one per size) on a log axis, so the FP32 rungs show beside the tensor-core ones. Each
+    bar carries its own cuBLAS, a black tick at the rate of the strongest cuBLAS for that row's dtype, layout and
+    size in the same run (not a median over rungs), and its ratio to it written above."""
     import matplotlib.pyplot as plt
     rows = _numbers(rows)
-    ax = ax or plt.subplots(figsize=(7.5, 4.2))[1]
     names = list(dict.fromkeys(r.rung for r in rows))
+    bars = len(names) * max(1, len({r.n for r in rows}))
+    ax = ax or plt.subplots(figsize=(max(7.5, 0.2 * bars + 3.0), 4.6))[1]  # about 14 px a bar at 100 dpi
     sizes = sorted({r.n for r in rows})
     width = 0.8 / len(sizes)
     for j, n in enumerate(sizes):
@@ -90,24 +93,25 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
         xs = [i + (j - (len(sizes) - 1) / 2) * width for i, name in enumerate(names) if name in at]
         picked = [at[name] for name in names if name in at]
         bars = ax.bar(xs, [r.tflops for r in picked], width=width, label=f"N={n}")
-        for bar, r in zip(bars, picked):
+        ax.scatter(xs, [r.cublas_tflops for r in picked], marker="_", s=(72 * width * 0.9) ** 2 / 4, color="black",
+                   zorder=3, linewidths=1.5, label="cuBLAS for that bar (same dtype, layout, size and run)" if j == 0
+                   else None)
+        for x, r in zip(xs, picked):
             # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
             pct = f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}"
-            ax.annotate(f"{r.tflops:.1f}\n{pct}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=7)
-    for dtype in sorted({r.dtype for r in rows}):
-        ref = statistics.median(r.cublas_tflops for r in rows if r.dtype == dtype)
-        ax.axhline(ref, color="black", ls="--", lw=1, label=f"cuBLAS {dtype.upper()} {ref:.1f} TFLOP/s")
+            ax.annotate(pct, (x, max(r.tflops, r.cublas_tflops) * 1.08), ha="center", va="bottom", fontsize=8,
+                        rotation=90)
     for cid, (label, colour) in PEAKS.items():
         if ceilings and cid in ceilings:
-            ax.axhline(ceilings[cid].value, color=colour, ls=":", lw=1, label=f"{label} (probe)")
-    ax.set_xticks(range(len(names)), names)
-    ax.set(ylabel="TFLOP/s (bar labels: TFLOP/s and % of cuBLAS)", title=f"{title}\n({_source_note(rows)})")
-    ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+            ax.axhline(ceilings[cid].value, color=colour, ls=":", lw=1.2, label=f"{label} (probe)")
+    ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
+    ax.set_yscale("log")
     drawn = [c.value for cid, c in (ceilings or {}).items() if cid in PEAKS]
-    ax.set_ylim(0, max([r.tflops for r in rows] + [r.cublas_tflops for r in rows] + drawn) * 1.3)  # every line in the
-    # legend stays on the axes
-    ax.legend(fontsize=8, loc="upper left")
+    top = max([r.tflops for r in rows] + [r.cublas_tflops for r in rows] + drawn)
+    ax.set_ylim(min(r.tflops for r in rows) / 2, top * 4)  # room above the tallest bar for its rotated ratio
+    ax.set(ylabel="TFLOP/s (log scale); above each bar: % of its cuBLAS", title=f"{title}\n({_source_note(rows)})")
+    ax.grid(True, axis="y", which="major", alpha=0.25)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return ax
 
 
@@ -137,8 +141,7 @@ def save_climb(rows, ceilings, path) -> None:
     matplotlib.use("Agg", force=False)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     ax = climb(rows, ceilings)
-    ax.figure.tight_layout()
-    ax.figure.savefig(path, dpi=120)
+    ax.figure.savefig(path, dpi=120, bbox_inches="tight")  # the legend sits outside the axes
     plt.close(ax.figure)
 
 

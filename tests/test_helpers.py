@@ -184,7 +184,10 @@ def test_cli_replays_recorded_results_as_json(tmp_path):
     out = _cli("--json", "--plot", str(tmp_path / "climb.png"))
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
-    assert [r["rung"] for r in rows] == [r.id for r in RUNGS]
+    from helpers.registry import MAIN
+    assert [r["rung"] for r in rows] == list(MAIN)  # the main path by default; --all adds the ablations
+    every = json.loads(_cli("--json", "--all", "--plot", "").stdout)
+    assert [r["rung"] for r in every] == [r.id for r in RUNGS]
     old = {"rung", "n", "dtype", "tflops", "cublas_tflops", "ratio", "correct", "source", "gpu"}
     new = {"run", "method", "tflops_iqr", "cublas_iqr", "cublas_ref", "sm_clock_mhz"}
     for row in rows:
