@@ -7,7 +7,8 @@
 #   ceilings 20 s, crosscheck 39 s, banks 14 s, l2 109 s, ladder 134 s, tune 43 s, notebooks 277 s. So:
 #   `tests sanitize ceilings crosscheck banks l2` (490 s), then `ladder tune notebooks prune` (460 s), back to back
 #   (a machine idle for 30 s is given back) with one GEMM_LADDER_RUN, copying results/ back into the tree between
-#   calls. Leave MPLBACKEND unset for `notebooks` (ci/execute.py drops it). Logs and a tarball of the results and
+#   calls. SANITIZE_RUNGS="07_ 10_bf16" sanitizes only the rungs whose ids start so (the kernels a change touched).
+#   Leave MPLBACKEND unset for `notebooks` (ci/execute.py drops it). Logs and a tarball of the results and
 #   executed notebooks go to $OUT (or ./gpu-out).
 # `profile` (asked for by name only): an Nsight Compute profile of every main-path rung at N = 4096 and 8192 (python -m
 #   helpers profile: one ncu run per rung and size, recorded as it goes in results/ section "profiles"). Not timed yet:
@@ -39,7 +40,8 @@ for step in $steps; do
     # the ones this driver lacks come back CUDA_ERROR_INVALID_VALUE (34 host-side "errors", seen 2026-11-25); the
     # kernels' own memory, race and sync errors are still reported and still fail the step.
     sanitize) for tool in memcheck racecheck synccheck; do
-                compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 ci/small_shapes.py 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
+                # shellcheck disable=SC2086 - SANITIZE_RUNGS is a list of rung-id prefixes (default: every rung)
+                compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 ci/small_shapes.py ${SANITIZE_RUNGS:-} 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     # the multicast probe (not a rung, so small_shapes.py does not reach it) under the three tools, at a small size
     probes)   for tool in memcheck racecheck synccheck; do
@@ -56,7 +58,7 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
     l2)       python3 ci/l2_schedule.py 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
     tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;
-    ladder)   python3 -m helpers ladder --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
+    ladder)   python3 -m helpers ladder --all --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose
