@@ -56,7 +56,8 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     # (up to 7 per Matmul, 14 for FP8) joined the rounds: expect somewhat more.
     crosscheck) python3 ci/crosscheck.py 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;
     banks)    python3 ci/bank_conflicts.py 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
-    l2)       python3 ci/l2_schedule.py 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
+    # shellcheck disable=SC2086 - L2_IDS: only these rungs (default: all of chapter 10's, 09, 12 and cuBLAS)
+    l2)       python3 ci/l2_schedule.py ${L2_IDS:-} 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
     tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;
     ladder)   python3 -m helpers ladder --all --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;

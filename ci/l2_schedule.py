@@ -6,8 +6,10 @@ store instructions (what stmatrix cuts). At N=3072, where rung 10 changes its ti
 how busy the SMs were over the kernel's duration (the wave napkin's efficiency). For chapter 12, the FP8 rung and
 cuBLASLt's FP8 GEMM with fast accumulation (torch._scaled_mm, its heuristic choice) at N=4096 and 8192.
 
-    python ci/l2_schedule.py            (on the GPU host; ncu must be on PATH)
+    python ci/l2_schedule.py [ID ...]   (on the GPU host; ncu must be on PATH; IDs: only these rungs or "cublas")
 """
+import sys
+
 from bank_conflicts import ncu  # ci/ is on sys.path when this runs as `python ci/l2_schedule.py`
 from helpers import chapter_rungs, device, results
 
@@ -38,6 +40,7 @@ if __name__ == "__main__":
     plan = [(n, what) for n in (4096, 8192) for what in ("09_setmaxnreg", *(r.id for r in chapter_rungs("10")), "cublas")]
     plan += [(3072, "10_stmatrix"), (3072, "10_beyond_cublas"), (3072, "cublas")]
     plan += [(n, what) for n in (4096, 8192) for what in ("12_fp8", "cublas_fp8")]
+    plan = [(n, what) for n, what in plan if what in sys.argv[1:]] if sys.argv[1:] else plan
     for n, what in plan:
         entry = {**profile(what, n), "n": n, "run": results.run_id(), "gpu": dev.name, "date": env["date"], "env": env}
         results.record("l2_schedule", f"{what}@{n}", entry, results.path_for(dev.slug))
