@@ -33,8 +33,7 @@ class Rung:
     operands: str = "pointers"   # "pointers" (A, B, C, M, N, K), "tensor_maps" (TMA maps of A and Bt, then C, M, N, K)
                                  # or "tensor_maps_c" (maps of A, Bt and C, then C, M, N, K)
     out_dtype: str = "fp32"      # dtype of C: fp32, or bf16 (rounded from the fp32 accumulators, as cuBLAS does)
-    grid: str = "tiles"          # "tiles": one block per tile, a 2-D grid; "tile_list": one block per tile, a 1-D grid
-                                 # walked in the kernel's own tile order; "persistent": one block per SM a cluster can use
+    grid: str = "tiles"          # "tiles": one block per tile; "persistent": one block per SM a cluster can use
     tile_choices: tuple = ()     # other tiles a launch may pick per problem shape (helpers.tiles.pick_tile):
                                  # (constexpr overrides, steady rate relative to the rung's own tile at full waves)
 
@@ -109,8 +108,6 @@ RUNGS: tuple[Rung, ...] = (
          target=(430, 4096, "tflops")),
     Rung("07_tma", "TMA loads, one mbarrier per slot", "gemm_tma", dtype="bf16", divides=_TILED,
          **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
-    Rung("07_four_stages", "rung 07 with a 4-stage ring", "gemm_tma", dtype="bf16", divides=_TILED, file="07_tma",
-         config={"STAGES": 4}, **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
     Rung("08_warp_specialized", "producer/consumer warpgroups, full/empty ring", "gemm_warp_specialized",
          dtype="bf16", divides=_TILED, **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x128x16.F32.BF16", tma=True),
          target=(500, 4096, "tflops")),
@@ -122,15 +119,10 @@ RUNGS: tuple[Rung, ...] = (
     Rung("09_setmaxnreg", "setmaxnreg 24/240, 128x256 tiles", "gemm_setmaxnreg", dtype="bf16", divides=_TILED,
          **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", tma=True),
          target=(620, 4096, "tflops")),
-    # Rung 09's kernel as chapter 10's file builds it, one block per tile: the only change is C, written as bf16.
-    Rung("10_bf16_c", "rung 09 writing bf16 C, one block per tile", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **{**_BEYOND, "grid": "tile_list"}),
-    Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
+    Rung("10_persistent", "persistent, tiles row by row, bf16 C", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_BEYOND),
     Rung("10_grouped", "+ grouped tile order for L2", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0}, **_BEYOND),
-    Rung("10_cluster_rows", "+ 2x1 clusters, B multicast, tiles row by row", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST")),
     Rung("10_cluster", "+ 2x1 clusters, B multicast", "gemm_beyond_cublas",
          config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST")),
     Rung("10_tma_store", "+ TMA-store epilogue", "gemm_beyond_cublas",
