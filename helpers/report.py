@@ -226,6 +226,48 @@ def show_diff(before: str, after: str) -> None:
     _display_code("\n".join(diff), "diff")
 
 
+def diff_size(before: str, after: str) -> int:
+    """Lines added plus lines removed between two rungs' built sources (what show_diff prints, without context):
+    the size of the lesson. Headers and comments count; a reader diffs them too."""
+    import difflib
+    from .registry import rung
+    a, b = built_source(rung(before))[1], built_source(rung(after))[1]
+    return sum(1 for line in difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def climb_steps(rows) -> list[dict]:
+    """Each step of the main path (registry.MAIN) that two square rows of the same size and dtype measure: the factor
+    it bought, whether it rose by more than the noise (its lower quartile above the upper quartile of the rung before
+    it), and how many lines its diff changes."""
+    from .registry import MAIN
+    by = {(x.rung, x.n): x for x in rows if x.has_number and x.m == x.n == x.k}
+    steps = []
+    for n in sorted({n for _, n in by}):
+        for a, b in zip(MAIN, MAIN[1:]):
+            xa, xb = by.get((a, n)), by.get((b, n))
+            if xa is None or xb is None or xa.dtype != xb.dtype:
+                continue
+            steps.append({"rung": b, "before": a, "n": n, "factor": xb.tflops / xa.tflops,
+                          "rises": xb.tflops_iqr[0] > xa.tflops_iqr[1], "diff_lines": diff_size(a, b)})
+    return steps
+
+
+def steps_table(steps: list[dict]) -> str:
+    """climb_steps as text: one line per step, its factor at each size, whether each rose beyond the noise."""
+    sizes = sorted({s["n"] for s in steps})
+    head = f"{'step':<40} " + " ".join(f"{'N=' + str(n):>14}" for n in sizes) + f" {'diff lines':>11}"
+    lines, seen = [head], {}
+    for s in steps:
+        seen.setdefault((s["before"], s["rung"]), {})[s["n"]] = s
+    for (a, b), by_n in seen.items():
+        cells = [f"x{by_n[n]['factor']:5.2f} {'rises' if by_n[n]['rises'] else 'FLAT':>6}" if n in by_n else
+                 f"{'-':>14}" for n in sizes]
+        lines.append(f"{a + ' -> ' + b:<40} " + " ".join(f"{c:>14}" for c in cells)
+                     + f" {next(iter(by_n.values()))['diff_lines']:>11}")
+    return "\n".join(lines)
+
+
 def sass_claims(r) -> str:
     """The registry's SASS claims for a rung, checked against the cubin: stable across compiler versions."""
     from .compiler import build as _build
