@@ -46,14 +46,22 @@ KERNEL_EXERCISES = {
 # ---- the chapters' numeric exercises: the expected answers live here, not in the notebooks' check cells ----------
 
 def _ch10(x: dict) -> dict:
-    from .explore import ring_parities
+    from .explore import epilogue_order, ring_parities
     from .tiles import waves
     c, clusters = x["c"], x["clusters"]
     last = waves(6144, 6144, c["CLUSTER_BM"], c["BN"], clusters)
     return {1: (c["BM"] + c["BN"]) * c["BK"] * 2,
             2: waves(4096, 4096, c["CLUSTER_BM"], c["BN"], clusters)["busiest"],
             3: ring_parities(4, 10)[9]["producer_waits_empty"],
-            4: clusters * last["busiest"] - last["tiles"]}
+            4: clusters * last["busiest"] - last["tiles"], 6: epilogue_order}
+
+
+def _ring_mistakes(stages_08: int, stages_same_tile: int) -> dict:
+    """Chapter 08's exercises 3 (rung 08's ring) and 4 (08_same_tile's), answered by the CPU model of the ring
+    (explore.ring_run), not typed in."""
+    from .explore import ring_run
+    return {3: ring_run(stages_08, 24, empty_count=256)["tile"],
+            4: ring_run(stages_same_tile, 24, release="at_commit")["by"]}
 
 
 # ---- predict, then measure: a napkin number from the kernels' constexprs, held against this run's measurement ----
@@ -234,7 +242,8 @@ def _expected(chapter: str, x: dict) -> dict:
         "05": lambda: {1: 3 * (128 * 64 + 64 * 128) * 2, 2: REGISTER_FILE // (168 * 256)},
         "06": lambda: {1: wgmma_desc_encode(0x4000 + 2 * 32), 2: 256 // 2},
         "07": lambda: {1: (128 * 64 + 128 * 64) * 2, 2: (9 // 4) & 1},
-        "08": lambda: {1: 2 * (16 // 7), 2: (SMEM_PER_BLOCK_OPTIN - 2 * KIB) // ((128 * 64 + 256 * 64) * 2)},
+        "08": lambda: {1: 2 * (16 // 7), 2: (SMEM_PER_BLOCK_OPTIN - 2 * KIB) // ((128 * 64 + 256 * 64) * 2),
+                       **_ring_mistakes(_consts("08_warp_specialized")["STAGES"], _consts("08_same_tile")["STAGES"])},
         "09": lambda: {1: max(v for v in range(24, 257, 8) if register_budget(24, v, 3)["fits"]),
                        2: launch_registers(384)},
     }
@@ -274,8 +283,12 @@ def _hint(mine, expected, rel: float) -> str:
 
 
 def mark(name: str, mine, expected, rel: float = 0.0) -> str:
+    """One verdict. `expected` is a value, or a CPU model that judges the answer: (answer) -> (right?, why)."""
     if mine is None:
         return f"{name}: fill in your answer above, then run this cell again."
+    if callable(expected):
+        ok, why = expected(mine)
+        return f"{name}: correct" if ok else f"{name}: not yet: {why}"
     if rel:
         ok = isinstance(mine, (int, float)) and abs(mine / expected - 1) <= rel
     else:

@@ -285,6 +285,127 @@ def ring_parities(stages: int, k_tiles: int) -> list[dict]:
             for it in range(k_tiles)]
 
 
+class _Barrier:
+    """An mbarrier as the PTX ISA describes it, without transaction bytes: a phase completes when its pending
+    arrivals reach zero, and the count reloads. A parity wait passes once the phase of that parity has completed,
+    that is while the current phase has the other parity."""
+
+    def __init__(self, count: int):
+        self.count, self.pending, self.phase = count, count, 0
+
+    def arrive(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            self.phase, self.pending = self.phase + 1, self.count
+
+    def passed(self, parity: int) -> bool:
+        return (self.phase & 1) != parity
+
+
+def ring_run(stages: int, tiles: int, consumers: int = 2, empty_count: int | None = None,
+             release: str = "after_wait", wgmma_clocks: int = 8, copy_clocks: int = 2, skew: int = 0) -> dict:
+    """Rung 08's full/empty ring, clock by clock, to show what its classic mistakes do without a GPU. The producer
+    waits on empty[s] for the parity of the phase before its lap, then its copy lands copy_clocks later and completes
+    full[s]. Consumer c (starting c * skew clocks late) waits on full[s] for its lap's parity, issues the tile's
+    wgmma group, which reads slot s for wgmma_clocks, then waits until at most one group is pending and releases
+    the slot of the group before it (release="after_wait", as the kernel does) or releases the slot of the group it
+    just committed (release="at_commit"). empty[s] expects empty_count arrivals (default: one per consumer).
+
+    Returns {"outcome": "correct" | "race" | "hang", "why": one sentence, "tile": the tile overwritten or never
+    issued (None when correct), "by": the tile that overwrote it, "clock": when}."""
+    count = consumers if empty_count is None else empty_count
+    full, empty = [_Barrier(1) for _ in range(stages)], [_Barrier(count) for _ in range(stages)]
+    held = [None] * stages                   # the tile each slot holds
+    reading: list[list] = [[] for _ in range(stages)]   # (consumer, tile, until) per slot: wgmma groups reading it
+    landing: list = []                       # (clock, tile) copies in flight
+    issued, nxt = 0, [0] * consumers         # the producer's next tile; each consumer's next tile
+    groups = [[] for _ in range(consumers)]  # (tile, slot, done clock) per consumer, oldest first
+    state = ["wait_full"] * consumers
+    idle, clock = 0, 0
+    while clock < 100 * tiles * (wgmma_clocks + copy_clocks):
+        moved = False
+        for when, kt in [x for x in landing if x[0] == clock]:   # a copy lands: its slot must be free of readers
+            s = kt % stages
+            live = [(c, t) for c, t, until in reading[s] if until > clock]
+            if live:
+                c, t = live[0]
+                return {"outcome": "race", "why": f"tile {kt} landed in slot {s} while consumer {c}'s wgmma still read "
+                        f"tile {t} from it: nothing faults, C is wrong", "tile": t, "by": kt, "clock": clock}
+            held[s] = kt
+            full[s].arrive()
+            landing.remove((when, kt))
+            moved = True
+        if issued < tiles and empty[issued % stages].passed(((issued // stages) & 1) ^ 1):
+            landing.append((clock + copy_clocks, issued))
+            issued, moved = issued + 1, True
+        for c in range(consumers):
+            if clock < c * skew:
+                continue
+            kt = nxt[c]
+            if state[c] == "wait_full" and kt < tiles and full[kt % stages].passed((kt // stages) & 1):
+                s = kt % stages
+                groups[c].append((kt, s, clock + wgmma_clocks))
+                reading[s].append((c, kt, clock + wgmma_clocks))
+                if release == "at_commit":
+                    empty[s].arrive()
+                state[c], moved = "wait_group", True
+            elif state[c] == "wait_group" and all(done <= clock for _, _, done in groups[c][:-1]):
+                if release == "after_wait" and len(groups[c]) > 1:
+                    empty[groups[c][-2][1]].arrive()   # the group before the newest has finished reading its slot
+                groups[c] = groups[c][-1:]
+                nxt[c], state[c], moved = kt + 1, "wait_full", True
+            elif state[c] == "wait_full" and kt == tiles and groups[c]:
+                if all(done <= clock for _, _, done in groups[c]):
+                    if release == "after_wait":
+                        empty[groups[c][-1][1]].arrive()
+                    groups[c], moved = [], True
+        idle = 0 if moved or landing else idle + 1
+        if all(n == tiles and not g for n, g in zip(nxt, groups)) and issued == tiles and not landing:
+            return {"outcome": "correct", "why": f"all {tiles} tiles went through the {stages}-slot ring with no "
+                    "slot refilled while it was read", "tile": None, "by": None, "clock": clock}
+        if idle > wgmma_clocks + copy_clocks + consumers * skew + 2:
+            if issued < tiles:
+                s, lap = issued % stages, issued // stages
+                why = (f"empty[{s}] expects {count} arrivals a phase and each use of the slot brings {consumers}, so "
+                       "the phase never completes" if count > consumers else
+                       f"each use of the slot brings {consumers} arrivals and completes {consumers // count} phases of "
+                       f"empty[{s}], so the parity the producer needs was current only between two arrivals")
+                return {"outcome": "hang", "why": f"the producer waits forever on empty[{s}] for parity "
+                        f"{(lap & 1) ^ 1} before tile {issued}: {why}", "tile": issued, "by": None, "clock": clock}
+            c = min(range(consumers), key=lambda i: nxt[i])
+            return {"outcome": "hang", "why": f"consumer {c} waits forever on full[{nxt[c] % stages}] for tile {nxt[c]}",
+                    "tile": nxt[c], "by": None, "clock": clock}
+        clock += 1
+    raise RuntimeError("ring_run: the model ran past its clock limit without deciding")
+
+
+EPILOGUE_STEPS = ("write", "fence", "bar", "store")
+
+
+def epilogue_order(steps) -> tuple[bool, str]:
+    """Rung 10's TMA-store epilogue for one chunk, as the steps every consumer thread runs in order: "write" (its
+    accumulators into the shared buffer, generic-proxy stores), "fence" (fence.proxy.async.shared::cta), "bar"
+    (the warpgroup's named barrier) and "store" (the TMA store, issued by thread 0 only). The copy engine reads
+    through the async proxy, so it is guaranteed the new values only if every writer fenced after writing, then
+    all met at a barrier, then thread 0 stored. Returns (guaranteed?, why), in one sentence."""
+    steps = list(steps) if not isinstance(steps, str) else steps.split()
+    if any(x not in EPILOGUE_STEPS for x in steps) or steps.count("write") != 1 or steps.count("store") != 1:
+        return False, (f"use each of {', '.join(map(repr, EPILOGUE_STEPS))}, with 'write' and 'store' exactly once "
+                       "(a list such as ['write', 'store'])")
+    w, st = steps.index("write"), steps.index("store")
+    if st < w:
+        return False, "the store is issued before the values are written: it copies whatever the buffer held"
+    fences = [i for i in range(w + 1, st) if steps[i] == "fence"]
+    if not fences:
+        return False, ("no fence between the writes and the store: the writes are generic-proxy stores, the copy "
+                       "engine reads through the async proxy, and without fence.proxy.async it may read the bytes "
+                       "the buffer held before")
+    if not any(steps[i] == "bar" for i in range(fences[0] + 1, st)):
+        return False, ("no barrier between the writers' fences and thread 0's store: thread 0 may issue the store "
+                       "while other threads have not yet written or fenced their part of the chunk")
+    return True, "every writer fences its writes, all meet at the barrier, then one thread stores: guaranteed"
+
+
 def l2_bytes_per_k_tile(bm: int, bn: int, bk: int, cluster: int, itemsize: int = 2) -> dict:
     """Bytes one CTA asks L2 for per k tile: its own A rows, and its share of B (all of it, or 1/cluster of it
     when the cluster multicasts B), against the bytes that land in its shared memory."""

@@ -125,7 +125,9 @@ def test_a_swizzle_that_is_not_a_permutation_is_rejected():
 def test_the_expected_answers_match_the_worked_solutions():
     from helpers.exercises import _expected
     assert _expected("09", {}) == {1: 160, 2: 168}
-    assert _expected("08", {}) == {1: 4, 2: 4}  # tile 16 waits for empty[2]'s phase 1: 2 releases x 2 consumers
+    # tile 16 waits for empty[2]'s phase 1 (2 releases x 2 consumers); 256 arrivals a phase stop the 7-stage ring at
+    # tile 7; an early release lets tile 4 land on tile 0 in the 4-stage ring
+    assert _expected("08", {}) == {1: 4, 2: 4, 3: 7, 4: 4}
     assert _expected("07", {}) == {1: 32768, 2: 0}
     assert _expected("05", {})[2] == 1  # 168 registers x 256 threads: one block per SM
 
@@ -259,3 +261,50 @@ def test_a_prediction_within_five_percent_of_the_napkin_counts(capsys, monkeypat
     assert "exercise 5: correct" in capsys.readouterr().out
     grade("07", {5: napkin * 0.9})
     assert "exercise 5: not yet (answers within 5% count)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 7])
+@pytest.mark.parametrize("skew", [0, 1, 3])
+def test_the_ring_model_runs_the_kernels_protocol_to_the_end(stages, skew):
+    from helpers.explore import ring_run
+    got = ring_run(stages, 3 * stages + 1, skew=skew)
+    assert got["outcome"] == "correct", got
+
+
+@pytest.mark.parametrize("stages", [3, 4, 7])
+def test_the_ring_model_shows_the_three_shipped_ring_bugs(stages):
+    from helpers.explore import ring_run
+    # one arrival per consumer thread: the phase never completes, the producer stops at the first lap-1 wait
+    hang = ring_run(stages, 24, empty_count=256)
+    assert (hang["outcome"], hang["tile"]) == ("hang", stages) and "never completes" in hang["why"]
+    # the arrival moved to right after commit_group: the refill lands while the group still reads the slot
+    race = ring_run(stages, 24, release="at_commit")
+    assert (race["outcome"], race["tile"], race["by"]) == ("race", 0, stages)
+    # one arrival per phase for two consumers: phases run ahead of laps; when the second consumer lags, a refill
+    # overwrites a tile it still reads, and in lockstep the producer misses the parity it needs and waits forever
+    assert ring_run(stages, 24, empty_count=1, skew=5)["outcome"] == "race"
+    assert ring_run(stages, 24, empty_count=1)["outcome"] == "hang"
+
+
+def test_a_slower_copy_than_the_math_still_finishes_correctly():
+    from helpers.explore import ring_run
+    assert ring_run(4, 20, wgmma_clocks=2, copy_clocks=9, skew=1)["outcome"] == "correct"
+
+
+def test_the_epilogue_model_accepts_the_kernels_order_and_names_each_wrong_one():
+    from helpers.explore import epilogue_order
+    assert epilogue_order(["write", "fence", "bar", "store"])[0]
+    assert epilogue_order(["bar", "write", "fence", "bar", "store"])[0]  # the kernel's, buffer-reuse barrier first
+    for order, why in ((["write", "bar", "store"], "no fence"), (["fence", "write", "bar", "store"], "no fence"),
+                       (["write", "bar", "fence", "store"], "no barrier"), (["write", "fence", "store"], "no barrier"),
+                       (["store", "write", "fence", "bar"], "before the values are written"),
+                       (["write", "fence", "bar"], "exactly once")):
+        ok, said = epilogue_order(order)
+        assert not ok and why in said, (order, said)
+
+
+def test_a_model_checked_answer_is_graded_by_the_model(capsys):
+    from helpers.exercises import mark
+    from helpers.explore import epilogue_order
+    assert mark("exercise 6", ["write", "fence", "bar", "store"], epilogue_order) == "exercise 6: correct"
+    assert mark("exercise 6", ["write", "bar", "store"], epilogue_order).startswith("exercise 6: not yet: no fence")
