@@ -1,4 +1,5 @@
-"""A reader's JupyterLab in headless Chromium: chapter 01 opened, every cell run in replay mode, the explorer moved.
+"""A reader's JupyterLab in headless Chromium: chapter 01 opened, every cell run in replay mode, the explorer moved;
+the playground opened, a kernel edited into a compile error in its editor, and the line reported checked.
 
 Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
 recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the recorded H100 numbers
@@ -23,6 +24,7 @@ from test_book import browser  # noqa: F401 - the same headless Chromium fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "chapters/01_fp32_simt.ipynb"
+PLAYGROUND = "chapters/playground.ipynb"
 
 
 def _free_port() -> int:
@@ -37,7 +39,8 @@ def lab():
     for name in ("helpers", "kernels", "results"):
         shutil.copytree(ROOT / name, scratch / name)
     (scratch / "chapters").mkdir()
-    shutil.copy(ROOT / CHAPTER, scratch / CHAPTER)
+    for name in (CHAPTER, PLAYGROUND):
+        shutil.copy(ROOT / name, scratch / name)
     port = _free_port()
     env = {**os.environ, "GEMM_LADDER_REPLAY": "1", "PYTHONPATH": str(scratch)}
     env.pop("MPLBACKEND", None)  # ci/test.sh sets Agg for the other tests; a notebook kernel draws inline
@@ -146,3 +149,42 @@ def test_a_reader_runs_chapter_01_and_moves_the_explorer(lab, browser):  # noqa:
     text = browser.execute_script("return [...document.querySelectorAll('.jupyter-widgets .jp-OutputArea')]"
                                   ".map(e => e.innerText).join('\\n')")
     assert "not measured at N=8192: 01_naive, 01_coalesced, 01_smem_tiled" in text, text[:500]
+
+
+def test_a_reader_breaks_a_kernel_in_the_playground_and_is_told_the_line(lab, browser):  # noqa: F811
+    sys.path.insert(0, str(ROOT))
+    from helpers.playground import source
+    url, _ = lab
+    line = next(i for i, text in enumerate(source("04_swizzle").splitlines(), 1) if "__syncthreads();" in text)
+    browser.get(f"{url}/lab/tree/{PLAYGROUND}")
+    _wait(browser, KERNEL_IDLE, 120, "the playground to open with an idle kernel")
+    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    time.sleep(2)
+    _wait(browser, ALL_RAN, 240, "every cell to run")
+    _wait(browser, KERNEL_IDLE, 240, "the kernel to finish")
+    browser.execute_script("""
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes('editor("04_swizzle")'));
+        nb.activeCellIndex = i;
+        nb.scrollToItem(i, 'center');""")
+    _wait(browser, "return document.querySelectorAll('.gemm-code textarea').length >= 2", 30, "the editor to render")
+    # The numbers beside the code: as many as the code has lines, in the same font and line height, never wrapped.
+    code, numbers = browser.execute_script("""
+        const [n, c] = [...document.querySelectorAll('.gemm-code textarea')].sort((a, b) => b.disabled - a.disabled);
+        const s = e => { const x = getComputedStyle(e); return [x.lineHeight, x.fontFamily, x.whiteSpace, e.rows]; };
+        return [s(c), s(n)];""")
+    assert code == numbers and code[2] == "pre", (code, numbers)
+    # Break one line, press the button, read the line the playground names.
+    browser.execute_script(f"""
+        const c = [...document.querySelectorAll('.gemm-code textarea')].find(t => !t.disabled);
+        const lines = c.value.split('\\n');
+        lines[{line - 1}] = lines[{line - 1}].replace('__syncthreads();', 'undefined_thing();');
+        c.value = lines.join('\\n');
+        c.dispatchEvent(new Event('input', {{bubbles: true}}));
+        [...document.querySelectorAll('.jupyter-widgets button')]
+            .find(b => b.textContent.includes('compile, check and time')).click();""")
+    said = _wait(browser, """
+        const t = [...document.querySelectorAll('.jupyter-widgets .jp-OutputArea')].map(e => e.innerText).join('\\n');
+        return t.includes('compile error in') && t;""", 120, "the playground to report the compile error")
+    assert f"compile error in kernels/04_swizzle.cu line {line}: identifier \"undefined_thing\" is undefined" in said, said[:600]
+    assert f">{line:>5} |" in said and "warning #" not in said, said[:600]

@@ -212,17 +212,38 @@ def apply_config(source: str, config: dict) -> str:
     return source
 
 
+def _errors_only(log: str) -> str:
+    """NVRTC's log without its warnings and remarks: the error blocks (message, source line, caret) and the count."""
+    blocks = [b for b in re.split(r"\n\s*\n", log.strip()) if b.strip()]
+    keep = [b for b in blocks if re.match(r"^.*?\(\d+\): (?:catastrophic )?error", b) or " detected in the " in b]
+    return "\n\n".join(keep) or log.strip()
+
+
 def _error_with_line(log: str, files: dict[str, str], name: str) -> str:
-    """Turn NVRTC's first error into 'file line N: message' plus the offending source line."""
-    m = re.search(r"^(.*?)\((\d+)\): (?:catastrophic )?error:?\s*(.*)", log, re.M)
+    """Turn NVRTC's first error into 'file line N: message', the numbered lines around it (the culprit marked), and
+    the compiler's errors without its warnings. A missing ';' is reported at the next token, often the next line:
+    when the caret sits on a line's first token, the line named is the code line before it, where the ';' belongs."""
+    m = re.search(r"^(.*?)\((\d+)\): (?:catastrophic )?error:?\s*(.*)$", log, re.M)
     if not m:
         return f"{name} failed to compile:\n{log.strip()}"
-    where, line = m.group(1).strip(), int(m.group(2))
+    where, line, what = m.group(1).strip(), int(m.group(2)), m.group(3).strip()
     where = next((f for f in files if where.endswith(f)), where)  # ours (the kernel, a common/ header) or a system header
     lines = files.get(where, "").splitlines()
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
     shown = where if where == name or where not in files else f"kernels/{where}"
-    return f"{shown} line {line}: {m.group(3).strip()}\n    {line} | {text.strip()}\n(full log below)\n{log.strip()}"
+    if what.startswith('expected a ";"') and 0 < line <= len(lines):
+        after = log[m.end():].split("\n")[1:3]                  # NVRTC echoes the line, then a caret under the token
+        caret = after[1].index("^") - 2 if len(after) == 2 and "^" in after[1] else None  # both indented by 2
+        text = lines[line - 1]
+        if caret is None or caret <= len(text) - len(text.lstrip()):
+            before = line - 1
+            while before >= 1 and (not lines[before - 1].strip() or lines[before - 1].strip().startswith("//")):
+                before -= 1
+            if before >= 1:
+                what = f'expected a ";" at the end of this line (the compiler noticed at line {line}, the next token)'
+                line = before
+    window = [f"{'>' if i == line else ' '}{i:>5} | {lines[i - 1]}" for i in range(max(1, line - 2), min(len(lines), line + 2) + 1)]
+    return (f"{shown} line {line}: {what}\n" + "\n".join(window) +
+            f"\n(the compiler's errors below; its warnings are left out while there are errors)\n{_errors_only(log)}")
 
 
 def compile_source(source: str, name: str, arch: str = "sm_90a", options: tuple = ()) -> Build:

@@ -315,7 +315,6 @@ def ring_run(stages: int, tiles: int, consumers: int = 2, empty_count: int | Non
     issued (None when correct), "by": the tile that overwrote it, "clock": when}."""
     count = consumers if empty_count is None else empty_count
     full, empty = [_Barrier(1) for _ in range(stages)], [_Barrier(count) for _ in range(stages)]
-    held = [None] * stages                   # the tile each slot holds
     reading: list[list] = [[] for _ in range(stages)]   # (consumer, tile, until) per slot: wgmma groups reading it
     landing: list = []                       # (clock, tile) copies in flight
     issued, nxt = 0, [0] * consumers         # the producer's next tile; each consumer's next tile
@@ -331,7 +330,6 @@ def ring_run(stages: int, tiles: int, consumers: int = 2, empty_count: int | Non
                 c, t = live[0]
                 return {"outcome": "race", "why": f"tile {kt} landed in slot {s} while consumer {c}'s wgmma still read "
                         f"tile {t} from it: nothing faults, C is wrong", "tile": t, "by": kt, "clock": clock}
-            held[s] = kt
             full[s].arrive()
             landing.remove((when, kt))
             moved = True

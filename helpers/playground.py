@@ -130,3 +130,55 @@ def play(rung_id: str, src: str | None = None, n: int = 2048, shapes=None, timeo
         lines.append(f"N={n}: {bt['tflops']:.1f} TFLOP/s, cuBLAS {bt['cublas_tflops']:.1f}, "
                      f"{bt['ratio']:.1%} of cuBLAS (not recorded)")
     return Outcome(r.id, True, "\n".join(lines), ok="bench" in out)
+
+
+# The editor's two text boxes share one style so that the line numbers beside the code stay level with it: the same
+# font and line height, no wrapping (a long line scrolls sideways), and as many rows as lines, so neither scrolls.
+_STYLE = ("<style>.gemm-code textarea {font-family: var(--jp-code-font-family, monospace); font-size: 13px; "
+          "line-height: 18px; white-space: pre; overflow-wrap: normal; overflow-x: auto; resize: none}</style>")
+
+
+def _numbered(text: str) -> str:
+    return "\n".join(str(i) for i in range(1, text.count("\n") + 2))
+
+
+def editor(start: str = "04_swizzle"):
+    """The playground's editor, as one widget: pick a rung, edit its kernel beside numbered lines, run the edit with
+    play(). Edits are kept per rung while the notebook runs (switching rungs loses nothing); "reset" puts the
+    rung's own source back. Returns (widget, parts), parts naming the pieces for tests."""
+    import ipywidgets as w
+    from .registry import RUNGS
+    kept: dict[str, str] = {}
+    pick = w.Dropdown(options=[r.id for r in RUNGS], value=start, description="rung")
+    code = w.Textarea(value=source(start), layout=w.Layout(width="100%"))
+    numbers = w.Textarea(value=_numbered(code.value), disabled=True, layout=w.Layout(width="4.5em"))
+    for box in (code, numbers):
+        box.add_class("gemm-code")
+        box.rows = code.value.count("\n") + 2
+    run = w.Button(description="compile, check and time", layout=w.Layout(width="auto"))
+    reset = w.Button(description="reset to the rung's source", layout=w.Layout(width="auto"))
+    out = w.Output()
+
+    def renumber(change):
+        numbers.value = _numbered(change["new"])
+        code.rows = numbers.rows = change["new"].count("\n") + 2
+
+    def switch(change):
+        kept[change["old"]] = code.value
+        code.value = kept.get(change["new"], source(change["new"]))
+
+    def restore(_):
+        kept.pop(pick.value, None)
+        code.value = source(pick.value)
+
+    def play_it(_):
+        with out:
+            out.clear_output()
+            print(play(pick.value, code.value))
+
+    code.observe(renumber, "value")
+    pick.observe(switch, "value")
+    reset.on_click(restore)
+    run.on_click(play_it)
+    widget = w.VBox([w.HTML(_STYLE), w.HBox([pick, run, reset]), w.HBox([numbers, code]), out])
+    return widget, {"pick": pick, "code": code, "numbers": numbers, "run": run, "reset": reset, "out": out}

@@ -71,6 +71,14 @@ def where_it_runs() -> str:
 
 
 def banner_text(chapter: str | None = None) -> str:
+    if chapter == "playground":  # it replays nothing and records nothing: say what a run of it does here
+        from .gpu import missing
+        gap = missing((8, 0))
+        what = (f"Your edits compile here; those the {device().name} can run are also checked against cuBLAS and "
+                "timed, in a child process." if gap is None else
+                f"Here {gap}, so your edits compile and report their registers, spills and shared memory; checking "
+                "and timing them needs a GPU that can run the rung.")
+        return f"PLAYGROUND: nothing here is replayed or recorded. {what}"
     if live():
         d = device()
         # Written for two readers: the one running the cells now, and the one who opens the saved notebook or the
@@ -100,10 +108,10 @@ def banner(chapter: str | None = None) -> None:
     """Show the mode at the top of a chapter (a coloured box in Jupyter, plain lines elsewhere) and, given the
     chapter, which of its kernels need an H100."""
     text = banner_text(chapter)
-    needs = needs_text(chapter) if chapter else ""
+    needs = needs_text(chapter) if chapter and chapter[:2].isdigit() else ""
     try:
         from IPython.display import HTML, display
-        colour = "#e6f4ea" if text.startswith("MEASURED") else "#fff4e5"
+        colour = {"MEASURED": "#e6f4ea", "PLAYGROUND": "#e8f0fe"}.get(text.split(":", 1)[0], "#fff4e5")
         mode, rest = text.split(":", 1)
         extra = f"<br><b>Needs</b>:{needs.split(':', 1)[1]}" if needs else ""
         display(HTML(f'<div style="background:{colour};padding:8px;border-left:4px solid #888">'

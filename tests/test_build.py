@@ -81,7 +81,24 @@ def test_compile_error_names_the_line():
         build(r, source=broken)
     line = next(i for i, l in enumerate(broken.splitlines(), 1) if "undefined_thing" in l)
     assert f"line {line}" in str(e.value)
-    assert "undefined_thing" in str(e.value).splitlines()[1]
+    marked = [x for x in str(e.value).splitlines() if x.startswith(">")]
+    assert marked == [f">{line:>5} | {broken.splitlines()[line - 1]}"]  # the culprit, numbered, in its context
+
+
+def test_a_missing_semicolon_is_named_where_it_belongs_and_warnings_wait():
+    # the compiler notices a missing ';' at the next token, two lines down past a blank line here; the message
+    # names the line the ';' belongs to, and leaves out the warnings the broken parse sets off (#607-D, #12-D)
+    from helpers.playground import source
+    r = next(x for x in RUNGS if x.id == "04_swizzle")
+    lines = source(r.id).splitlines()
+    culprit = next(i for i, l in enumerate(lines, 1) if l.startswith("static_assert(MMA_N % 2 == 0"))
+    assert not lines[culprit].strip()  # a blank line follows it
+    lines[culprit - 1] = lines[culprit - 1].rstrip().removesuffix(";")
+    with pytest.raises(CompileError) as e:
+        build(r, source="\n".join(lines))
+    text = str(e.value)
+    assert text.splitlines()[0].startswith(f"kernels/04_swizzle.cu line {culprit}: expected a \";\" at the end of this line")
+    assert f"noticed at line {culprit + 2}" in text and "warning #" not in text and "error: expected a" in text
 
 
 def test_cache_is_keyed_by_source_and_options(tmp_path, monkeypatch):

@@ -308,3 +308,26 @@ def test_a_model_checked_answer_is_graded_by_the_model(capsys):
     from helpers.explore import epilogue_order
     assert mark("exercise 6", ["write", "fence", "bar", "store"], epilogue_order) == "exercise 6: correct"
     assert mark("exercise 6", ["write", "bar", "store"], epilogue_order).startswith("exercise 6: not yet: no fence")
+
+
+def test_the_playground_editor_keeps_edits_per_rung_numbers_its_lines_and_resets():
+    from helpers.playground import editor, source
+    _, p = editor("04_swizzle")
+    mine = p["code"].value.replace("__syncthreads();", "__syncthread();", 1)
+    p["code"].value = mine
+    assert p["numbers"].value.splitlines() == [str(i) for i in range(1, mine.count("\n") + 2)]
+    assert p["code"].rows == p["numbers"].rows == mine.count("\n") + 2  # no inner scroll: the numbers stay level
+    p["pick"].value = "05_cp_async"
+    assert p["code"].value == source("05_cp_async")
+    p["pick"].value = "04_swizzle"
+    assert p["code"].value == mine  # switching rungs lost nothing
+    p["reset"].click()
+    assert p["code"].value == source("04_swizzle")
+    assert "check and time" in p["run"].description and p["run"].layout.width == "auto"  # the label is not cut
+
+
+def test_the_playground_banner_says_it_replays_and_records_nothing(monkeypatch):
+    from helpers.report import banner_text
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    text = banner_text("playground")
+    assert text.startswith("PLAYGROUND: nothing here is replayed or recorded.") and "recorded on" not in text
