@@ -27,7 +27,7 @@ def test_a_syntax_error_names_the_kernel_line():
         compile_source(source, "kernels/broken.cu")
     first = str(e.value).splitlines()
     assert first[0].startswith("kernels/broken.cu line 2:"), first[0]
-    assert first[1].strip() == "2 | x[0] = 1.0f +;"
+    assert [x for x in first if x.startswith(">")] == [">    2 |     x[0] = 1.0f +;"]  # numbered, in its context
 
 
 def test_a_second_compile_still_reports_resources(tmp_path, monkeypatch):
