@@ -162,6 +162,10 @@ def test_a_reader_breaks_a_kernel_in_the_playground_and_is_told_the_line(lab, br
     url, _ = lab
     line = next(i for i, text in enumerate(source("04_swizzle").splitlines(), 1) if "__syncthreads();" in text)
     browser.get(f"{url}/lab/tree/{EDITOR}")
+    # the browser may still show chapter 01 from the test before: wait until the editor's notebook is the one in front
+    _wait(browser, "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget; "
+                   "return !!(w && w.context && w.context.path.endsWith('editor.ipynb'));", 120,
+          "the editor's notebook to be the one in front")
     _wait(browser, KERNEL_IDLE, 120, "the editor's notebook to open with an idle kernel")
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
