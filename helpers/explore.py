@@ -147,8 +147,10 @@ def pipeline_schedule(stages: int, tiles: int = 8, copy_time: float = 3.0, math_
     return bars
 
 
-def plot_pipeline(stages: int, tiles: int = 8, copy_time: float = 3.0, ax=None):
-    """Gantt chart of pipeline_schedule: one row per ring slot for the copies, one row for the math."""
+def plot_pipeline(stages: int, tiles: int = 8, copy_time: float = 3.0, ax=None, xmax: float | None = None):
+    """Gantt chart of pipeline_schedule: one row per ring slot for the copies, one row for the math. The time axis
+    runs to xmax, by default the double buffer's finish (the slowest ring rung 05 builds), so two depths drawn side
+    by side share one axis and the faster ring's bars end sooner."""
     import matplotlib.pyplot as plt
     bars = pipeline_schedule(stages, tiles, copy_time)
     ax = ax or plt.subplots(figsize=(8, 0.5 * stages + 1.6))[1]
@@ -156,31 +158,51 @@ def plot_pipeline(stages: int, tiles: int = 8, copy_time: float = 3.0, ax=None):
         y = 0 if kind == "math" else 1 + t % stages
         ax.barh(y, e - s, left=s, height=0.6, color="tab:orange" if kind == "math" else "tab:blue",
                 edgecolor="white")
-        ax.text((s + e) / 2, y, str(t), ha="center", va="center", fontsize=7, color="white")
+        ax.text((s + e) / 2, y, str(t), ha="center", va="center", fontsize=8, color="white")
     end = max(e for *_, e in bars)
+    slowest = max(e for *_, e in pipeline_schedule(2, tiles, copy_time))
+    ax.set_xlim(0, max(xmax or slowest, end) * 1.02)
     ax.set(yticks=range(stages + 1), yticklabels=["mma.sync"] + [f"cp.async slot {i}" for i in range(stages)],
            xlabel="time (units of one tile's math; a model, not a measurement)",
            title=f"{stages} stages, copy latency {copy_time:g}x one tile's math: {tiles} tiles in {end:.1f}")
     return ax
 
 
-def plot_fragment(operand: str, ax=None):
-    """Heat map of mma.sync.m16n8k16 operand ownership: colour = lane, text = lane.element."""
+def lane_colours():
+    """One distinct colour per lane of a warp: tab20 and the first 12 of tab20b (tab20 alone repeats after 20)."""
+    from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
+    return ListedColormap([*colormaps["tab20"].colors, *colormaps["tab20b"].colors[:12]], name="lanes")
+
+
+def plot_fragment(operand: str, ax=None, lane: int | None = None):
+    """Heat map of mma.sync.m16n8k16 operand ownership: colour = lane (32 distinct colours), text = lane.element;
+    `lane` outlines the cells that lane holds."""
     import matplotlib.pyplot as plt
-    lane, elem = mma_fragment(operand)
-    ax = ax or plt.subplots(figsize=(0.45 * lane.shape[1] + 1, 0.4 * lane.shape[0] + 1))[1]
-    ax.imshow(lane, cmap="tab20", aspect="auto")
-    for (r, c), ln in np.ndenumerate(lane):
-        ax.text(c, r, f"{ln}.{elem[r, c]}", ha="center", va="center", fontsize=6)
-    ax.set(title=f"m16n8k16 {operand}: lane.element", xlabel="column", ylabel="row")
+    from matplotlib.patches import Rectangle
+    lanes, elem = mma_fragment(operand)
+    ax = ax or plt.subplots(figsize=(0.45 * lanes.shape[1] + 1, 0.4 * lanes.shape[0] + 1))[1]
+    ax.imshow(lanes, cmap=lane_colours(), vmin=-0.5, vmax=31.5, aspect="auto")
+    for (r, c), ln in np.ndenumerate(lanes):
+        ax.text(c, r, f"{ln}.{elem[r, c]}", ha="center", va="center", fontsize=8,
+                weight="bold" if ln == lane else "normal")
+        if ln == lane:
+            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", lw=2))
+    held = "" if lane is None else f", lane {lane} outlined"
+    ax.set(title=f"m16n8k16 {operand}: lane.element{held}", xlabel="column", ylabel="row")
     return ax
 
 
 def plot_bank_map(operand: str, layout: str, tile=(128, 32), phase: int = 0, ax=None):
+    """Which of the 32 banks each of the phase's 8 row addresses hits (a colour per lane); banks no lane hits stay
+    white."""
     import matplotlib.pyplot as plt
     m = bank_map(operand, layout, tile, phase)
     ax = ax or plt.subplots(figsize=(8, 2.6))[1]
-    ax.imshow(m * (np.arange(8)[:, None] + 1), cmap="tab10", vmin=0, aspect="auto")
+    hit = np.ma.masked_equal(m * (np.arange(8)[:, None] + 1), 0)  # 0: this lane does not touch the bank
+    from matplotlib import colormaps
+    cmap = colormaps["tab10"].with_extremes(bad="white")
+    ax.imshow(hit, cmap=cmap, vmin=0, vmax=9, aspect="auto")
     deg = wavefronts(ldmatrix_addresses(operand, layout, tile)[8 * phase: 8 * phase + 8])
     ax.set(xlabel="bank", ylabel="lane (row address)", yticks=range(8),
            title=f"{operand} tile {tile[0]}x{tile[1]} bf16, {layout}: phase {phase} needs {deg} wavefront(s)")

@@ -60,13 +60,13 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
         if cid in ceilings:
             ax.axhline(ceilings[cid].value, color=colour, ls="--", lw=1.2,
                        label=f"{label} {ceilings[cid].value:.0f} TFLOP/s")
-    paths = set()
+    paths, names = set(), []
     for row in _numbers(rows):
         r = _rung(row.rung)
         ai, path = intensity(r), load_path(r)
         paths.add(path)
         ax.scatter([ai], [row.tflops], zorder=3, s=30, marker=PATH_MARKER[path][0])
-        ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8)
+        names.append(ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8))
     if len(paths) > 1 or paths - {"l2_read"}:  # a legend line per marker, so the reader knows which roof is whose
         for path in sorted(paths):
             ax.scatter([], [], marker=PATH_MARKER[path][0], color="grey", label=f"rung {PATH_MARKER[path][1]}")
@@ -74,7 +74,29 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
            ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *_numbers(rows)])})")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="lower right")
+    _spread(ax, names)
     return ax
+
+
+def _spread(ax, labels) -> None:
+    """Move point labels down, one under the other, until no two overlap: rungs of one tile share an intensity and
+    differ by a few percent, so their names would otherwise print on top of each other. A moved label keeps a thin
+    line to its point."""
+    if not labels:
+        return
+    renderer = ax.figure.canvas.get_renderer()
+    to_points = 72 / ax.figure.dpi
+    placed = []
+    for label in sorted(labels, key=lambda a: -a.get_window_extent(renderer).y0):  # top first, pushed down
+        start = label.xyann
+        box = label.get_window_extent(renderer)
+        while any(box.overlaps(other) for other in placed):
+            label.xyann = (label.xyann[0], label.xyann[1] - (box.height + 2) * to_points)
+            box = label.get_window_extent(renderer)
+        if label.xyann != start:
+            ax.annotate("", label.xy, xytext=label.xyann, textcoords="offset points",
+                        arrowprops=dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3))
+        placed.append(box)
 
 
 def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb"):

@@ -45,7 +45,7 @@ def plot_timeline(tl: dict, first: int = 0, count: int = 24, ax=None):
     import matplotlib.pyplot as plt
     roles = np.asarray(tl["roles"])
     last = min(first + count, tl["tiles"])
-    ax = ax or plt.subplots(figsize=(10, 1.0 + 0.6 * roles.shape[0]))[1]
+    ax = ax or plt.subplots(figsize=(8, 1.2 + 0.6 * roles.shape[0]))[1]  # 8 in: the book shows it unscaled
     names = ["producer (TMA)"] + [f"consumer {i}" for i in range(roles.shape[0] - 1)]
     for y, spans in enumerate(roles):
         for t in range(first, last):
@@ -56,10 +56,10 @@ def plot_timeline(tl: dict, first: int = 0, count: int = 24, ax=None):
             ax.barh(y, max(e - s, 1), left=s, height=0.6, edgecolor="white",
                     color="tab:blue" if y == 0 else ("tab:orange" if t % 2 else "tab:red"))
             if y:
-                ax.text((s + e) / 2, y, str(t), ha="center", va="center", fontsize=6, color="white")
+                ax.text((s + e) / 2, y, str(t), ha="center", va="center", fontsize=8, color="white")
     where = "measured live" if tl.get("source") == "live" else "recorded"
     ax.set(yticks=range(len(names)), yticklabels=names, xlabel=f"time in block (0, 0), {tl['unit']}",
-           title=f"{tl['rung']} at N={tl['n']}, tiles {first}-{last - 1} of {tl['tiles']}, {tl['stages']} stages "
+           title=f"{tl['rung']} at N={tl['n']}, tiles {first}-{last - 1} of {tl['tiles']}, {tl['stages']} stages\n"
                  f"({where} on {tl['gpu']}, {tl['date']})")
     ax.invert_yaxis()
     return ax

@@ -1,0 +1,71 @@
+"""The figures issue "learner" named, held to what a reader must be able to read: two ring depths on one time axis,
+one colour per lane, empty banks left white, timeline labels of 8 pt, and roofline labels that never overlap.
+CPU only (the roofline reads the recorded results)."""
+import itertools
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def _clashes(ax) -> list:
+    ax.figure.canvas.draw()
+    r = ax.figure.canvas.get_renderer()
+    texts = [t for t in ax.texts if t.get_text().strip()]
+    return [(a.get_text(), b.get_text()) for a, b in itertools.combinations(texts, 2)
+            if a.get_window_extent(r).overlaps(b.get_window_extent(r))]
+
+
+def test_two_ring_depths_share_one_time_axis():
+    from helpers.explore import pipeline_schedule, plot_pipeline
+    _, (a, b) = plt.subplots(2, 1)
+    plot_pipeline(2, ax=a)
+    plot_pipeline(4, ax=b)
+    assert a.get_xlim() == b.get_xlim()
+    end = {s: max(e for *_, e in pipeline_schedule(s)) for s in (2, 4)}
+    assert end[4] < end[2] <= a.get_xlim()[1]  # the faster ring's bars end sooner on the shared axis
+
+
+def test_every_lane_of_a_warp_has_its_own_colour_and_a_lane_can_be_outlined():
+    from matplotlib.patches import Rectangle
+    from helpers.explore import lane_colours, mma_fragment, plot_fragment
+    assert len(set(lane_colours().colors)) == 32
+    ax = plot_fragment("A", lane=5)
+    boxes = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]
+    assert len(boxes) == int((mma_fragment("A")[0] == 5).sum()) == 8  # lane 5 holds 8 elements of A
+    assert min(t.get_fontsize() for t in ax.texts) >= 8
+
+
+def test_banks_no_lane_touches_stay_white():
+    from helpers.explore import bank_map, plot_bank_map
+    ax = plot_bank_map("A", "row-major", (128, 32))
+    shown = ax.images[0].get_array()
+    assert np.ma.is_masked(shown) and (shown.mask == (bank_map("A", "row-major", (128, 32), 0) == 0)).all()
+    assert tuple(ax.images[0].get_cmap().get_bad()[:3]) == (1.0, 1.0, 1.0)
+
+
+def test_the_pipeline_timeline_labels_are_8_pt_on_an_8_inch_figure(monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers.ladder import recorded_entry
+    from helpers.timeline import plot_timeline
+    ax = plot_timeline(recorded_entry("timeline", "08_warp_specialized@4096"), 0, 24)
+    assert ax.figure.get_size_inches()[0] <= 8 and min(t.get_fontsize() for t in ax.texts) >= 8
+
+
+def test_roofline_labels_of_one_tile_stack_instead_of_overlapping(monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers import ceiling, chapter_rungs, replay
+    from helpers.plot import roofline
+    ceilings = {c: ceiling(c) for c in ("hbm_copy", "l2_read", "tma_l2_gemm", "hgmma_peak", "hgmma_peak_random")}
+    rows = [replay(r, 4096) for r in ["09_setmaxnreg", *(x.id for x in chapter_rungs("10"))]]  # one intensity, 7 rungs
+    ax = roofline(ceilings, rows)
+    assert len([t for t in ax.texts if t.get_text()]) == len(rows) and not _clashes(ax)
