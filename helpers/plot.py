@@ -73,7 +73,8 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",
            ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *_numbers(rows)])})")
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=8, loc="lower right")
+    # the legend sits outside, to the right: inside it would cover the low rungs' points and names
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     _spread(ax, names)
     return ax
 

@@ -69,3 +69,67 @@ def test_roofline_labels_of_one_tile_stack_instead_of_overlapping(monkeypatch):
     rows = [replay(r, 4096) for r in ["09_setmaxnreg", *(x.id for x in chapter_rungs("10"))]]  # one intensity, 7 rungs
     ax = roofline(ceilings, rows)
     assert len([t for t in ax.texts if t.get_text()]) == len(rows) and not _clashes(ax)
+
+
+# ---- no text on top of other text, in every figure the helpers draw (issue "learner": a CI check on every figure) --
+
+def _figure_functions():
+    import helpers.figures as figures
+    return sorted(name for name in dir(figures) if name.startswith("fig_") and name != "fig_profile")
+
+
+@pytest.mark.parametrize("name", _figure_functions())
+def test_no_chapter_figure_prints_text_on_text(name, monkeypatch):
+    # fig_profile is held to the same rule, pair by pair, in tests/test_profile_panel.py
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    import helpers.figures as figures
+    from helpers.figures.common import text_clashes
+    getattr(figures, name)()
+    assert text_clashes(plt.gcf()) == []
+
+
+def _shared_plots():
+    from helpers import RUNGS, ceiling, replay
+    from helpers.explore import LAYOUTS, plot_bank_map, plot_fragment, plot_pipeline
+    from helpers.ladder import recorded_entry
+    from helpers.plot import climb, roofline, sweep
+    from helpers.registry import MAIN
+    from helpers.timeline import plot_timeline
+    peaks = ("hbm_copy", "l2_read", "tma_l2_gemm", "ffma_peak", "hmma_peak", "hgmma_peak", "qgmma_peak")
+    ceilings = {c: ceiling(c) for c in peaks}
+    main = [replay(r, n, missing_ok=True) for n in (4096, 8192) for r in MAIN]
+    every = [replay(r.id, 4096, missing_ok=True) for r in RUNGS]
+    swept = [replay(r, n) for n in (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+             for r in ("05_cp_async", "09_setmaxnreg", "10_beyond_cublas")]
+    yield "climb, the main path", lambda: climb(main, ceilings)
+    yield "climb, every rung", lambda: climb(every, ceilings)
+    yield "roofline, every rung", lambda: roofline(ceilings, every)
+    yield "sweep", lambda: sweep(swept)
+    for stages in (2, 4):
+        yield f"pipeline, {stages} stages", lambda stages=stages: plot_pipeline(stages, 10)
+    for operand in "ABC":
+        yield f"fragment {operand}", lambda operand=operand: plot_fragment(operand, lane=3)
+    for layout in LAYOUTS:
+        yield f"bank map, {layout}", lambda layout=layout: plot_bank_map("A", layout, (128, 32))
+    for key in ("08_warp_specialized@4096", "09_setmaxnreg@4096"):
+        yield f"timeline {key}", lambda key=key: plot_timeline(recorded_entry("timeline", key), 0, 24)
+
+
+def test_no_shared_plot_prints_text_on_text(monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers.figures.common import text_clashes
+    for what, draw in _shared_plots():
+        ax = draw()
+        assert text_clashes(ax.figure) == [], what
+        plt.close("all")
+
+
+def test_the_check_sees_a_clash_and_tells_rotated_neighbours_apart():
+    from helpers.figures.common import text_clashes
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.text(0.5, 0.5, "one label", fontsize=10)
+    ax.text(0.52, 0.5, "another label", fontsize=10)  # printed over the first
+    assert text_clashes(fig) == [("one label", "another label")]
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.set_xticks(range(6), [f"rung_{i:02d}_long_name" for i in range(6)], rotation=40, ha="right")
+    assert text_clashes(fig) == []  # slanted side by side: their upright boxes overlap, their ink does not

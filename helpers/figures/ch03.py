@@ -221,8 +221,7 @@ def fig_ldmatrix_bank_heat(ax=None):
             labels.append(f"{operand} phase {p}: lanes {8 * p}-{8 * p + 7}, {what}")
             fronts_all.append(fronts[p])
     grid = np.array(grid, float)
-    cmap = plt.get_cmap("YlOrRd").copy()
-    cmap.set_bad("0.94")                                   # an idle bank
+    cmap = plt.get_cmap("YlOrRd").with_extremes(bad="0.94")  # an idle bank
     im = ax.imshow(np.ma.masked_invalid(np.where(grid == 0, np.nan, grid)), cmap=cmap, vmin=0, vmax=8,
                    aspect="auto")
     gap = labels.index("")

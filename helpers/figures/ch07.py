@@ -112,12 +112,12 @@ def fig_mbarrier_phase(ax=None, error: int = 1024):
                           va="center",
                           arrowprops=dict(arrowstyle="->", color=colour))
         elif p < 0:
-            zoom.annotate(f"completes with {total - x_zero:,.0f} B still in flight;\nthe {-p:,} B left over "
-                          f"count against the next phase", xy=(x_zero, 0), xytext=(lo + 0.1 * error,
-                          -1.75 * error), va="center", fontsize=8, color=colour, arrowprops=dict(arrowstyle="->", color=colour))
+            zoom.annotate(f"completes with {total - x_zero:,.0f} B still in flight;\nthe {-p:,} B left over count\n"
+                          f"against the next phase", xy=(x_zero, 0), xytext=(lo + 0.1 * error,
+                          -1.5 * error), va="center", fontsize=8, color=colour, arrowprops=dict(arrowstyle="->", color=colour))
         else:
-            zoom.annotate("completes as the\nlast byte lands", xy=(x_zero, 0), xytext=(total + 0.9 * error,
-                          -0.9 * error), fontsize=8, color=colour, va="center",
+            zoom.annotate("completes as the\nlast byte lands", xy=(x_zero, 0), xytext=(total + 1.6 * error,
+                          -0.6 * error), fontsize=8, color=colour, va="center",
                           arrowprops=dict(arrowstyle="->", color=colour))
     ax.indicate_inset_zoom(zoom, edgecolor="0.5")
     ax.axvline(a_bytes, color="0.7", lw=0.8, ls=":")
