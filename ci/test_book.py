@@ -74,6 +74,7 @@ def browser():
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--disable-quic", "--window-size=1280,1000"):
         opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, read by the page test
     b = webdriver.Chrome(service=Service(driver), options=opts)
     b.set_page_load_timeout(60)
     yield b
@@ -91,6 +92,10 @@ def test_page_loads_with_rendered_figures_and_live_links(site, browser, page):
         " i.getBoundingClientRect().width])")
     for src, complete, natural, shown in images:
         assert complete and natural > 0 and shown > 0, f"{page}: image {src} did not render"
+    # No uncaught script error on the page (a script a CDN fails to serve offline, the widgets' require.js, is a
+    # network error, not one of these; the saved figures show instead).
+    errors = [e["message"] for e in browser.get_log("browser") if "Uncaught" in e["message"]]
+    assert not errors, f"{page}: {errors[:3]}"
     hrefs = browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)")
     for href in {h.split("#")[0] for h in hrefs}:
         if urlparse(href).netloc == urlparse(site).netloc:
@@ -133,6 +138,7 @@ def test_launch_buttons_once_the_book_names_its_repository(tmp_path, browser):
     book = tmp_path / "book"
     (book / "chapters").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", book / "_config.yml")
+    shutil.copytree(ROOT / "_ext", book / "_ext")  # the config's local Sphinx extension
     shutil.copy(ROOT / "chapters" / "06_wgmma.ipynb", book / "chapters")
     (book / "intro.md").write_text("# Launch buttons\n")
     (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - caption: Hopper\n    chapters:\n"
