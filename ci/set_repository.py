@@ -45,6 +45,7 @@ if importlib.util.find_spec("helpers") is None:
         os.chdir(os.path.join(root, "chapters"))
     sys.path.insert(0, root)'''
 TAGS = ["remove-cell"]
+METADATA = {"tags": TAGS, "jupyter": {"source_hidden": True}}  # removed from the book, collapsed in JupyterLab
 REPO_URL = re.compile(r"^https://[\w.-]+/[\w.-]+/[\w.-]+?(\.git)?/?$")
 
 
@@ -91,9 +92,10 @@ def write_setup_cells(root: Path) -> list[Path]:
     for path in notebooks(root):
         nb = nbformat.read(path, as_version=4)
         first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
-        cell = nbformat.v4.new_code_cell(source, metadata={"tags": TAGS})
+        cell = nbformat.v4.new_code_cell(source, metadata=METADATA)
         if first < len(nb.cells) and nb.cells[first].source.startswith("# Set-up."):
-            if nb.cells[first].source == source and nb.cells[first].metadata.get("tags") == TAGS:
+            kept = {k: nb.cells[first].metadata.get(k) for k in METADATA}
+            if nb.cells[first].source == source and kept == METADATA:
                 continue
             cell["id"] = nb.cells[first]["id"]
             nb.cells[first] = cell

@@ -32,6 +32,7 @@ def test_every_notebook_starts_with_the_setup_cell_for_the_configured_repository
         cell = _first_code_cell(path)
         assert cell.source == want, f"{path.name}: run `python3 ci/set_repository.py` to refresh its set-up cell"
         assert cell.metadata.get("tags") == ["remove-cell"], f"{path.name}: the set-up cell must be hidden in the book"
+        assert cell.metadata.get("jupyter") == {"source_hidden": True}, f"{path.name}: collapse the set-up cell in Lab"
 
 
 def test_no_launch_button_points_anywhere_until_a_repository_is_named():
