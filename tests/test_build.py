@@ -242,3 +242,14 @@ def test_the_fp8_rung_compiles_to_qgmma_without_spills():
         assert inv.get(op), op
     assert res.spill_stores == res.spill_loads == res.stack_bytes == 0, res
     assert b.consts["BK"] == 128 and b.consts["STAGE_BYTES"] == 49152  # the same 48 KiB stage, twice the k
+
+
+def test_nvrtc_here_is_the_release_that_built_the_recorded_run():
+    # requirements.txt pins it: another release allocates registers differently (a review saw 230 against the recorded
+    # 226/227), and
+    # the chapters' saved build summaries would then disagree with what a reader's replay prints
+    import json
+    from helpers.compiler import nvrtc_version
+    from helpers.results import path_for
+    env = next(iter(json.loads(path_for().read_text())["gemm"].values()))["env"]
+    assert ".".join(map(str, nvrtc_version())) == env["nvrtc"], "install requirements.txt: it pins NVRTC"
