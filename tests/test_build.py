@@ -246,8 +246,7 @@ def test_the_fp8_rung_compiles_to_qgmma_without_spills():
 
 def test_nvrtc_here_is_the_release_that_built_the_recorded_run():
     # requirements.txt pins it: another release allocates registers differently (a review saw 230 against the recorded
-    # 226/227), and
-    # the chapters' saved build summaries would then disagree with what a reader's replay prints
+    # 226/227), and the chapters' saved build summaries would then disagree with what a reader's replay prints
     import json
     from helpers.compiler import nvrtc_version
     from helpers.results import path_for
