@@ -92,9 +92,15 @@ const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
 const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
 return k && k.status === 'idle' && !!w.content;
 """
+# Cells still queued show [*] in the page; the count of cells that ran comes from the model (a collapsed input, the
+# set-up cell's, draws no prompt, and JupyterLab draws only the cells near the viewport).
 ALL_RAN = """
 const prompts = [...document.querySelectorAll('.jp-InputArea-prompt')].map(p => p.textContent);
-return prompts.length > 0 && !prompts.some(p => p.includes('*')) && prompts.filter(p => /\\[\\d+\\]/.test(p)).length;
+if (prompts.length === 0 || prompts.some(p => p.includes('*'))) return 0;
+const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+let ran = 0;
+for (let i = 0; i < cells.length; i++) if (cells.get(i).type === 'code' && cells.get(i).executionCount) ran++;
+return ran;
 """
 
 
