@@ -197,12 +197,11 @@ def plot_bank_map(operand: str, layout: str, tile=(128, 32), phase: int = 0, ax=
     """Which of the 32 banks each of the phase's 8 row addresses hits (a colour per lane); banks no lane hits stay
     white."""
     import matplotlib.pyplot as plt
+    from matplotlib import colormaps
     m = bank_map(operand, layout, tile, phase)
     ax = ax or plt.subplots(figsize=(8, 2.6))[1]
     hit = np.ma.masked_equal(m * (np.arange(8)[:, None] + 1), 0)  # 0: this lane does not touch the bank
-    from matplotlib import colormaps
-    cmap = colormaps["tab10"].with_extremes(bad="white")
-    ax.imshow(hit, cmap=cmap, vmin=0, vmax=9, aspect="auto")
+    ax.imshow(hit, cmap=colormaps["tab10"].with_extremes(bad="white"), vmin=0, vmax=9, aspect="auto")
     deg = wavefronts(ldmatrix_addresses(operand, layout, tile)[8 * phase: 8 * phase + 8])
     ax.set(xlabel="bank", ylabel="lane (row address)", yticks=range(8),
            title=f"{operand} tile {tile[0]}x{tile[1]} bf16, {layout}: phase {phase} needs {deg} wavefront(s)")

@@ -1,8 +1,6 @@
 """The figures issue "learner" named, held to what a reader must be able to read: two ring depths on one time axis,
 one colour per lane, empty banks left white, timeline labels of 8 pt, and roofline labels that never overlap.
 CPU only (the roofline reads the recorded results)."""
-import itertools
-
 import matplotlib
 import numpy as np
 import pytest
@@ -15,14 +13,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 def close_figures():
     yield
     plt.close("all")
-
-
-def _clashes(ax) -> list:
-    ax.figure.canvas.draw()
-    r = ax.figure.canvas.get_renderer()
-    texts = [t for t in ax.texts if t.get_text().strip()]
-    return [(a.get_text(), b.get_text()) for a, b in itertools.combinations(texts, 2)
-            if a.get_window_extent(r).overlaps(b.get_window_extent(r))]
 
 
 def test_two_ring_depths_share_one_time_axis():
@@ -68,7 +58,8 @@ def test_roofline_labels_of_one_tile_stack_instead_of_overlapping(monkeypatch):
     ceilings = {c: ceiling(c) for c in ("hbm_copy", "l2_read", "tma_l2_gemm", "hgmma_peak", "hgmma_peak_random")}
     rows = [replay(r, 4096) for r in ["09_setmaxnreg", *(x.id for x in chapter_rungs("10"))]]  # one intensity, 7 rungs
     ax = roofline(ceilings, rows)
-    assert len([t for t in ax.texts if t.get_text()]) == len(rows) and not _clashes(ax)
+    from helpers.figures.common import text_clashes
+    assert len([t for t in ax.texts if t.get_text()]) == len(rows) and text_clashes(ax.figure) == []
 
 
 # ---- no text on top of other text, in every figure the helpers draw (issue "learner": a CI check on every figure) --

@@ -113,9 +113,8 @@ def test_panel_draws_the_recorded_numbers_legibly(rid, before, n):
     fig.canvas.draw()
     texts = _drawn_texts(fig)
     assert min(t.get_fontsize() for t in texts) >= 8
-    boxes = [(t.get_text(), t.get_window_extent()) for t in texts]
-    clashes = [(a, b) for k, (a, ba) in enumerate(boxes) for b, bb in boxes[k + 1:] if ba.overlaps(bb)]
-    assert clashes == []
+    from helpers.figures.common import text_clashes  # the check every figure of the book passes
+    assert text_clashes(fig) == []
 
 
 def test_each_rung_uses_the_roof_of_its_own_load_path():
