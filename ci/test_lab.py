@@ -1,5 +1,5 @@
 """A reader's JupyterLab in headless Chromium: chapter 01 opened, every cell run in replay mode, the explorer moved;
-the playground's editor opened, a kernel edited into a compile error in it, and the line reported checked.
+the playground opened, a kernel edited into a compile error in its editor, and the line reported checked.
 
 Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
 recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the recorded H100 numbers
@@ -24,7 +24,7 @@ from test_book import browser  # noqa: F401 - the same headless Chromium fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "chapters/01_fp32_simt.ipynb"
-EDITOR = "chapters/editor.ipynb"
+PLAYGROUND = "chapters/playground.ipynb"
 
 
 def _free_port() -> int:
@@ -39,13 +39,8 @@ def lab():
     for name in ("helpers", "kernels", "results"):
         shutil.copytree(ROOT / name, scratch / name)
     (scratch / "chapters").mkdir()
-    shutil.copy(ROOT / CHAPTER, scratch / CHAPTER)
-    # The playground's editor (helpers.playground.editor) in a notebook of its own, as a reader's cell would show it
-    import nbformat
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        'from IPython.display import display\nfrom helpers.playground import editor\n'
-        'playground, parts = editor("04_swizzle")\ndisplay(playground)')],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}), scratch / EDITOR)
+    for name in (CHAPTER, PLAYGROUND):
+        shutil.copy(ROOT / name, scratch / name)
     port = _free_port()
     env = {**os.environ, "GEMM_LADDER_REPLAY": "1", "PYTHONPATH": str(scratch)}
     env.pop("MPLBACKEND", None)  # ci/test.sh sets Agg for the other tests; a notebook kernel draws inline
@@ -167,12 +162,12 @@ def test_a_reader_breaks_a_kernel_in_the_playground_and_is_told_the_line(lab, br
     from helpers.playground import source
     url, _ = lab
     line = next(i for i, text in enumerate(source("04_swizzle").splitlines(), 1) if "__syncthreads();" in text)
-    browser.get(f"{url}/lab/tree/{EDITOR}")
-    # the browser may still show chapter 01 from the test before: wait until the editor's notebook is the one in front
+    browser.get(f"{url}/lab/tree/{PLAYGROUND}")
+    # the browser may still show chapter 01 from the test before: wait until the playground is the notebook in front
     _wait(browser, "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget; "
-                   "return !!(w && w.context && w.context.path.endsWith('editor.ipynb'));", 120,
-          "the editor's notebook to be the one in front")
-    _wait(browser, KERNEL_IDLE, 120, "the editor's notebook to open with an idle kernel")
+                   "return !!(w && w.context && w.context.path.endsWith('playground.ipynb'));", 120,
+          "the playground to be the notebook in front")
+    _wait(browser, KERNEL_IDLE, 120, "the playground to open with an idle kernel")
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
     _wait(browser, ALL_RAN, 240, "every cell to run")

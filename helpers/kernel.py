@@ -118,10 +118,12 @@ class Kernel:
     def geometry(self, m: int, n: int) -> tuple[tuple, tuple, int]:
         """(grid, block, dynamic smem bytes) for one launch of a rung at M x N."""
         bm, bn = self.tile
-        if self.item.grid == "persistent":  # as many clusters as fit on the chip at once, never more than tiles
+        if self.item.grid in ("persistent", "tile_list"):
             cluster = self.consts.get("CLUSTER", 1)
             tiles = (m // (bm * cluster)) * (n // bn)
-            grid = (min(self.resident_clusters(), tiles) * cluster, 1, 1)
+            # persistent: as many clusters as fit on the chip at once, never more than tiles; a list: one per tile
+            workers = tiles if self.item.grid == "tile_list" else min(self.resident_clusters(), tiles)
+            grid = (workers * cluster, 1, 1)
         else:
             grid = ((n + bn - 1) // bn, (m + bm - 1) // bm, 1)
         return grid, (self.threads, 1, 1), self.smem

@@ -33,7 +33,8 @@ class Rung:
     operands: str = "pointers"   # "pointers" (A, B, C, M, N, K), "tensor_maps" (TMA maps of A and Bt, then C, M, N, K)
                                  # or "tensor_maps_c" (maps of A, Bt and C, then C, M, N, K)
     out_dtype: str = "fp32"      # dtype of C: fp32, or bf16 (rounded from the fp32 accumulators, as cuBLAS does)
-    grid: str = "tiles"          # "tiles": one block per tile; "persistent": one block per SM a cluster can use
+    grid: str = "tiles"          # "tiles": one block per tile, a 2-D grid; "tile_list": one block per tile, a 1-D grid
+                                 # walked in the kernel's own tile order; "persistent": one block per SM a cluster can use
     tile_choices: tuple = ()     # other tiles a launch may pick per problem shape (helpers.tiles.pick_tile):
                                  # (constexpr overrides, steady rate relative to the rung's own tile at full waves)
 
@@ -108,22 +109,34 @@ RUNGS: tuple[Rung, ...] = (
          target=(430, 4096, "tflops")),
     Rung("07_tma", "TMA loads, one mbarrier per slot", "gemm_tma", dtype="bf16", divides=_TILED,
          **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
+    Rung("07_four_stages", "rung 07 with a 4-stage ring", "gemm_tma", dtype="bf16", divides=_TILED, file="07_tma",
+         config={"STAGES": 4}, **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
     Rung("08_warp_specialized", "producer/consumer warpgroups, full/empty ring", "gemm_warp_specialized",
          dtype="bf16", divides=_TILED, **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x128x16.F32.BF16", tma=True),
          target=(500, 4096, "tflops")),
-    # Rung 08's ring with rung 07's tile: against 07 it isolates warp specialization, against 09 setmaxnreg (both
-    # hold the 128 x 256 tile in 4 stages; without setmaxnreg ptxas fits it under the 168-register cap).
+    # Rung 08's ring with rung 07's tile and ring depth (128 x 256, 3 stages): against 07 it isolates warp
+    # specialization, against 09 setmaxnreg (without setmaxnreg ptxas fits this tile under the 168-register cap).
     Rung("08_same_tile", "rung 08's ring, rung 07's 128x256 tile", "gemm_warp_specialized", dtype="bf16",
-         divides=_TILED, file="08_warp_specialized", config={"WGMMA_N": 256, "BN": 256},
+         divides=_TILED, file="08_warp_specialized", config={"WGMMA_N": 256, "BN": 256, "STAGES": 3},
          **_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x256x16.F32.BF16", tma=True)),
     Rung("09_setmaxnreg", "setmaxnreg 24/240, 128x256 tiles", "gemm_setmaxnreg", dtype="bf16", divides=_TILED,
+         config={"STAGES": 3},
          **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", tma=True),
          target=(620, 4096, "tflops")),
-    Rung("10_persistent", "persistent, tiles row by row, bf16 C", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_BEYOND),
+    # Rung 09's kernel as chapter 10's file builds it, one block per tile: the only change is C, written as bf16.
+    Rung("10_bf16_c", "rung 09 writing bf16 C, one block per tile", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **{**_BEYOND, "grid": "tile_list"}),
+    Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_BEYOND),
     Rung("10_grouped", "+ grouped tile order for L2", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0}, **_BEYOND),
+         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_BEYOND),
+    Rung("10_cluster_rows", "+ 2x1 clusters, B multicast, tiles row by row", "gemm_beyond_cublas",
+         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST")),
     Rung("10_cluster", "+ 2x1 clusters, B multicast", "gemm_beyond_cublas",
+         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST")),
+    # The ring's fourth stage, once the cluster's grouped order keeps the operands in L2 (at rung 07 it cost DRAM
+    # traffic at 8192 instead: 07_four_stages). Every later step keeps four, what the budget holds.
+    Rung("10_four_stages", "+ a 4-stage ring", "gemm_beyond_cublas",
          config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST")),
     Rung("10_tma_store", "+ TMA-store epilogue", "gemm_beyond_cublas",
          config={"EPILOGUE": 1}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
@@ -144,13 +157,16 @@ RUNGS: tuple[Rung, ...] = (
 )
 
 
-# The main path: the rungs the book climbs, in climb order. The others are ablations and variants a chapter
-# compares against (chapter 05's one-idea steps, 08_same_tile): they stay in RUNGS, drawn apart, off this path.
+# The main path: the rungs the book climbs, in climb order, one idea a step (issue "ladder"). The others are
+# ablations and variants a chapter compares against: chapter 05's one-idea steps, and 08_warp_specialized, whose
+# 128 x 128 tile changes the tile along with the roles (08_same_tile keeps rung 07's tile, so its step is the roles
+# alone). They stay in RUNGS, drawn apart, off this path.
 MAIN: tuple[str, ...] = (
     "01_naive", "01_coalesced", "01_smem_tiled", "01_blocktile_2d", "01_vectorized", "01_warptiled",
     "02_wmma_naive", "02_wmma_smem", "03_mma_sync", "04_swizzle", "05_cp_async",
-    "06_wgmma_m64n64", "06_wgmma_wide", "07_tma", "08_warp_specialized", "09_setmaxnreg",
-    "10_persistent", "10_grouped", "10_cluster", "10_tma_store", "10_stmatrix", "10_beyond_cublas", "12_fp8",
+    "06_wgmma_m64n64", "06_wgmma_wide", "07_tma", "08_same_tile", "09_setmaxnreg",
+    "10_bf16_c", "10_persistent", "10_cluster_rows", "10_cluster", "10_four_stages", "10_tma_store", "10_stmatrix",
+    "10_beyond_cublas", "12_fp8",
 )
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 // Rung 07_tma: Hopper, step 2. BF16 in, FP32 accumulate, sm_90a.
-// Builds on: 06_wgmma (m64n256k16, 128 x 256 tiles). The copies change from cp.async to the Tensor Memory
-// Accelerator: the host describes A and Bt once as tensor maps (shape, strides, a [rows, 64] box, the 128-byte
-// swizzle), and a single thread asks the TMA for a whole tile per operand. Completion is tracked by an
-// mbarrier per ring slot: the issuing thread announces the tile's bytes with expect_tx, the TMA counts them
-// down as they land, and the phase completes at zero. Consumers wait on the slot's phase parity, which flips
-// each time the ring wraps.
+// Builds on: 06_wgmma_wide (m64n256k16, 128 x 256 tiles, a 3-stage ring) and changes one thing, the copies: from
+// cp.async to the Tensor Memory Accelerator. The tile and the ring's depth stay (07_four_stages deepens the ring).
+// The host describes A and Bt once as tensor maps (shape, strides, a [rows, 64] box, the 128-byte swizzle), and a
+// single thread asks the TMA for a whole tile per operand. Completion is tracked by an mbarrier per ring slot: the
+// issuing thread announces the tile's bytes with expect_tx, the TMA counts them down as they land, and the phase
+// completes at zero. Consumers wait on the slot's phase parity, which flips each time the ring wraps.
 // New PTX: cp.async.bulk.tensor.2d (kernels/common/tma.cuh), mbarrier.init / arrive.expect_tx / try_wait.parity
 // (kernels/common/mbarrier.cuh).  Requires: sm_90a.
 //
@@ -19,7 +19,7 @@ constexpr int WGMMA_N = 256;                  // n of one wgmma: 64 (m64n64k16) 
 constexpr int BM = 128;                      // rows of C per block: one 64-row slab per warpgroup
 constexpr int BN = 256;                      // columns of C per block
 constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
-constexpr int STAGES = 4;                    // tiles in the ring
+constexpr int STAGES = 3;                    // tiles in the ring: rung 06_wgmma_wide's depth
 constexpr int WARPGROUPS = BM / 64;
 constexpr int THREADS = 128 * WARPGROUPS;
 constexpr int N_MMAS = BN / WGMMA_N;

@@ -304,7 +304,7 @@ def test_sm90a_rungs_do_not_claim_to_run_on_a_later_gpu(monkeypatch):
     assert gpu.why_not_live((9, 0), "sm_90a").startswith("It needs sm_90a, which the NVIDIA B200")
     monkeypatch.setattr(report, "live", lambda: True)
     monkeypatch.setattr(report, "device", lambda: b200)
-    assert "(07_tma need an H100 (sm_90a))" in report.banner_text("07")
+    assert "(07_tma, 07_four_stages need an H100 (sm_90a))" in report.banner_text("07")
 
 
 def test_each_chapter_says_which_of_its_kernels_need_an_h100():

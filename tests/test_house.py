@@ -391,3 +391,12 @@ def test_show_diff_shows_an_unchanged_constexpr_as_context(capsys):
     assert not any(x[:1] in "+-" and "constexpr int WGMMA_N" in x for x in lines[2:]), lines
     from helpers.registry import rung
     assert "constexpr int WGMMA_N = 64;" in rung("06_wgmma_wide").path.read_text()
+
+
+def test_a_tile_list_is_one_block_per_tile_on_a_1d_grid_and_needs_no_gpu():
+    # 10_bf16_c runs chapter 10's kernel unpersisted: its loop over tiles (stride gridDim.x) then runs once per block
+    from helpers.kernel import kernel
+    k = kernel("10_bf16_c")
+    assert k.tile == (128, 256) and k.consts["CLUSTER"] == 1
+    assert k.geometry(4096, 8192)[0] == (4096 // 128 * (8192 // 256), 1, 1)
+    assert k.geometry(256, 512)[0] == (4, 1, 1)
