@@ -398,13 +398,20 @@ def test_chapter_08_same_tile_claims_hold(data):
     t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
     text = _markdown("08_warp_specialization.ipynb")
     roles = {n: t("08_same_tile", n) / t("07_tma", n) for n in (4096, 8192)}
-    assert says(text, f"make the kernel {roles[4096]:.2f} times as fast as rung 07") and 1.05 <= roles[4096] <= 1.15
-    assert says(text, f"the same comparison gives {roles[8192]:.2f}") and roles[8192] > roles[4096]
+    assert says(text, f"the roles alone make the kernel {roles[4096]:.2f} times as fast\nas rung 07 at N = 4096") \
+        or says(text, f"the roles alone make the kernel {roles[4096]:.2f} times as fast as rung 07 at N = 4096")
+    assert says(text, f"at 8192 the same comparison gives {roles[8192]:.2f}")
+    assert says(text, "a third of the tenth the napkin priced") and all(1.0 < r < 1.06 for r in roles.values())
+    rows = {(r, n): data["gemm"][results.gemm_key(r, n, n, n)] for r in ("07_tma", "08_same_tile") for n in (4096, 8192)}
+    assert all(rows["08_same_tile", n]["tflops_iqr"][0] > rows["07_tma", n]["tflops_iqr"][1] for n in (4096, 8192))
     shrink = {n: t("08_warp_specialized", n) / t("08_same_tile", n) for n in (4096, 8192)}
-    assert says(text, "costs a fifth at 4096 and two fifths at 8192")
-    assert 0.75 <= shrink[4096] <= 0.85 and 0.55 <= shrink[8192] <= 0.65, shrink
+    assert says(text, "costs about a sixth at 4096 and two fifths at 8192")
+    assert 0.80 <= shrink[4096] <= 0.86 and 0.55 <= shrink[8192] <= 0.65, shrink
     alone = [t("09_setmaxnreg", n) / t("08_same_tile", n) for n in (4096, 8192)]
-    assert says(text, f"(×{alone[0]:.2f} and ×{alone[1]:.2f})") and all(abs(x - 1) < 0.02 for x in alone)
+    assert says(text, f"runs ahead of it (×{alone[0]:.2f} and ×{alone[1]:.2f})") and all(x > 1.02 for x in alone)
+    # the napkin's two models for rung 08 against rung 07: 0.75 if bytes bind, above 1 if latency does
+    ratio = t("08_warp_specialized", 4096) / t("07_tma", 4096)
+    assert says(text, "It lands in between, nearer the first") and 0.75 < ratio < 0.875, ratio
 
 
 def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):

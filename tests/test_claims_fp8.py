@@ -90,7 +90,7 @@ def test_chapter_12_climb_and_target(data, text):
     assert says(text, f"This run measured {up[8192]:.2f} at N = 8192 (and {up[4096]:.2f} at 4096)")
 
 
-def test_chapter_12_says_the_4096_crosscheck_still_disagrees(data, text):
+def test_chapter_12_says_the_4096_crosscheck_passes_at_the_edge_of_the_bar(data, text):
     bar = _crosscheck_bar()
     cc = {n: data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)}
     assert all(c["cache_control"] == "none" for c in cc.values()) and says(text, "with `--cache-control none`")
@@ -100,10 +100,18 @@ def test_chapter_12_says_the_4096_crosscheck_still_disagrees(data, text):
     assert c8["ok"] and abs(c8["gap_points"]) < bar
     assert says(text, f"At 8192 the two agree: Nsight Compute gives {c8['ncu_ratio']:.1%} against the harness's "
                       f"{c8['harness_ratio']:.1%}, a gap of {c8['gap_points']:.1f} points")
-    assert not c4["ok"] and abs(c4["gap_points"]) > bar  # the day it agrees, this paragraph must change
-    assert says(text, f"At 4096 they still disagree: Nsight Compute gives {c4['ncu_ratio']:.1%} against "
-                      f"{c4['harness_ratio']:.1%}, a gap of {c4['gap_points']:.1f} points, over the {bar:.0f}-point "
-                      f"bar, with caches flushed in neither")
+    # "passes, but only just": inside the bar, within a tenth of it from the edge; the day the gap moves well inside
+    # the bar or over it, this paragraph must change
+    gap4 = c4["gap_points"]
+    assert c4["ok"] and 0.9 * bar < abs(gap4) <= bar
+    assert says(text, f"At 4096 the check passes, but only just: Nsight Compute gives {c4['ncu_ratio']:.1%} against the "
+                      f"harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.1f} points ({gap4:.2f} before rounding), "
+                      f"at the very edge of the {bar:.0f}-point bar, with caches flushed in neither")
+    assert says(text, f"a check that passes by {bar - abs(gap4):.2f} points does not settle it")
+    assert not says(text, "they still disagree")
+    # "not the agreement the other rows show": the 8192 gap and rung 10's are each a small part of the 4096 one
+    assert all(abs(g) < abs(gap4) / 2 for g in (c8["gap_points"], *(data["crosscheck"][f"{BF16}@{n}"]["gap_points"]
+                                                                     for n in (4096, 8192))))
     assert says(text, "The cause is not found yet") and not says(text, "so the ratios are the kernels' own")
     g10 = [data["crosscheck"][f"{BF16}@{n}"] for n in (4096, 8192)]
     assert all(g["ok"] and g["cache_control"] == "none" for g in g10)
@@ -111,17 +119,20 @@ def test_chapter_12_says_the_4096_crosscheck_still_disagrees(data, text):
     # where the gap sits: rung 12's own time moves under ncu, cuBLASLt's does not
     assert c4["ncu_kernel_ms"] / c4["harness_kernel_ms"] - 1 > 0.03
     assert abs(c4["ncu_cublas_ms"] / c4["harness_cublas_ms"] - 1) < 0.01
-    assert says(text, f"Nsight Compute times rung 12 at {c4['ncu_kernel_ms'] * 1e3:.1f} µs per call against the "
+    assert says(text, f"The gap is in rung 12's time, not cuBLASLt's: Nsight Compute times rung 12 at "
+                      f"{c4['ncu_kernel_ms'] * 1e3:.1f} µs per call against the "
                       f"harness's {c4['harness_kernel_ms'] * 1e3:.1f} µs, and the cuBLASLt kernel at "
                       f"{c4['ncu_cublas_ms'] * 1e3:.1f} µs against {c4['harness_cublas_ms'] * 1e3:.1f} µs")
-    # the cross-check's rounds chose another algorithm than the table's, hence a different harness ratio
-    table = data["baselines"]["e4m3-TN-bf16@4096x4096x4096"]
-    own, tabled = _algorithm(c4["cublas"])[0], _algorithm(_row(data, FP8, 4096)["cublas_ref"])[0]
-    assert own != tabled
-    assert says(text, f"whose fastest cuBLASLt was the heuristic's #{own}, at {c4['harness_cublas_ms'] * 1e3:.1f} µs; "
-                      f"the table's rounds found #{tabled} at {table['ms'] * 1e3:.1f} µs, so the harness says "
-                      f"{c4['harness_ratio']:.1%} here and {_row(data, FP8, 4096)['ratio']:.1%} in the table")
-    assert says(text, f"at 4096 it still disagrees by {c4['gap_points']:.1f} points, for a reason not yet found")
+    # the cross-check's rounds chose the table's algorithm and timed rung 12 alike; only cuBLASLt's time moved
+    table, row4 = data["baselines"]["e4m3-TN-bf16@4096x4096x4096"], _row(data, FP8, 4096)
+    own, tabled = _algorithm(c4["cublas"])[0], _algorithm(row4["cublas_ref"])[0]
+    assert own == tabled and f"{c4['harness_kernel_ms'] * 1e3:.1f}" == f"{row4['ms'] * 1e3:.1f}"
+    assert says(text, f"Their fastest cuBLASLt was the table's too, the heuristic's #{own}, at "
+                      f"{c4['harness_cublas_ms'] * 1e3:.1f} µs; the table's rounds timed it at {table['ms'] * 1e3:.1f} µs, "
+                      f"and rung 12 at {row4['ms'] * 1e3:.1f} µs in both, so the harness says {c4['harness_ratio']:.1%} "
+                      f"here and {row4['ratio']:.1%} in the table")
+    assert says(text, f"at 4096 it gives {c4['ncu_ratio']:.1%} against the harness's {c4['harness_ratio']:.1%}, a gap "
+                      f"of {gap4:.1f} points at the edge of the {bar:.0f}-point bar, for a reason not yet found")
 
 
 def test_chapter_12_ceiling_and_power(data, text):
@@ -134,9 +145,17 @@ def test_chapter_12_ceiling_and_power(data, text):
     assert roof[0] < roof[2] and roof[1] < roof[3] and roof[2] - roof[0] > roof[3] - roof[1]  # "most at 4096"
     assert says(text, "further from its roof than rung 10 at both sizes, most at 4096")
     s8 = data["sustained"][f"{FP8}@8192"]
+    below = 100 * (s8["burst_ratio"] - s8["ratio"])
     assert says(text, f"rung 12 holds {s8['ratio']:.1%} of cuBLASLt ({s8['tflops']:,.0f} against "
-                      f"{s8['cublas_tflops']:,.0f} TFLOP/s), as in its bursts ({s8['burst_ratio']:.1%})")
-    assert abs(s8["ratio"] - s8["burst_ratio"]) < 0.01
+                      f"{s8['cublas_tflops']:,.0f} TFLOP/s), {below:.1f} points below its bursts "
+                      f"({s8['burst_ratio']:.1%})") and below > 0.5
+    # "keeps the higher clock and still falls behind": at the cap, FLOP/s = watts / (J per FLOP)
+    assert s8["sm_clock_mhz"] > s8["cublas_sm_clock_mhz"] and s8["tflops"] < s8["cublas_tflops"]
+    assert s8["pj_per_flop"] > s8["cublas_pj_per_flop"]
+    assert says(text, f"Rung 12 even keeps the higher clock, {s8['sm_clock_mhz']:,.0f} MHz against cuBLASLt's "
+                      f"{s8['cublas_sm_clock_mhz']:,.0f}, and still falls behind")
+    assert says(text, f"each of rung 12's FLOP costs {s8['pj_per_flop']:.3f} pJ against cuBLASLt's "
+                      f"{s8['cublas_pj_per_flop']:.3f}")
     lo, hi = sorted((s8["sm_clock_mhz"], s8["cublas_sm_clock_mhz"]))
     burst_mhz = _row(data, FP8, 8192)["sm_clock_mhz"]
     assert says(text, f"the clock down from the bursts' {burst_mhz:,.0f} MHz to {lo:,.0f}-{hi:,.0f} MHz")
@@ -158,13 +177,22 @@ def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, mon
     assert s4["host_bound"] == ["cuBLAS"] and s8["host_bound"] == []
     assert says(text, f"it took about {s4['cublas_host_us']:.0f} µs of host time per call in the bursts, while the "
                       f"call runs for about {s4['cublas_gpu_us']:.0f} µs on the GPU")
-    # the back-to-back line of this run: at the cap, and quicker per call than the bursts' host time
+    # the back-to-back line of this run: at the cap, a little slower per call than the bursts' host time, but not by
+    # the margin ladder.sustained asks of a full queue (host time under 80% of GPU time)
     per_call = 2 * 4096**3 / (s4["cublas_tflops"] * 1e12) * 1e6
-    assert s4["cublas_power_w"] > 700 and per_call < s4["cublas_host_us"]
+    assert s4["cublas_power_w"] > 0.98 * 700 and s4["power_w"] > 0.98 * 700
+    assert s4["cublas_host_us"] < per_call and s4["cublas_host_us"] >= 0.8 * per_call
     assert says(text, f"cuBLASLt drew {s4['cublas_power_w']:.0f} W at {s4['cublas_sm_clock_mhz']:,.0f} MHz, at the cap "
-                      f"like rung 12, and ran at {s4['cublas_tflops']:,.0f} TFLOP/s, about {per_call:.0f} µs per call")
-    assert says(text, f"The two lines would give {s4['ratio']:.1%}, near the bursts' {s4['burst_ratio']:.1%}")
-    assert abs(s4["ratio"] - s4["burst_ratio"]) < 0.02
+                      f"like rung 12, and ran at {s4['cublas_tflops']:,.0f} TFLOP/s, about {per_call:.0f} µs per call: "
+                      f"more than the {s4['cublas_host_us']:.0f} µs the host needs to queue one, but only by about "
+                      f"{per_call - s4['cublas_host_us']:.0f} µs")
+    # "does not look like a GPU-time measurement": far from the bursts, and cuBLASLt's rounds scatter, rung 12's do not
+    assert abs(s4["ratio"] - s4["burst_ratio"]) > 0.02
+    assert says(text, f"The two lines would give {s4['ratio']:.1%}, far from the bursts' {s4['burst_ratio']:.1%}")
+    ci, ki = s4["cublas_iqr"], s4["tflops_iqr"]
+    assert (ci[1] - ci[0]) > 5 * (ki[1] - ki[0])
+    assert says(text, f"with an interquartile range from {ci[0]:,.0f} to {ci[1]:,.0f} TFLOP/s against rung 12's "
+                      f"{ki[0]:,.0f} to {ki[1]:,.0f}")
     assert says(text, "The flag stays all the same")
 
 
@@ -219,19 +247,35 @@ def test_chapter_11_quotes_chapter_12_as_recorded(data):
     assert says(text, f"{up[0]:.2f} and {up[1]:.2f} times rung 10 at N = 4096 and 8192, and {ratio[0]:.1%} and "
                       f"{ratio[1]:.1%} of cuBLASLt's FP8 GEMM with fast accumulation")
     cc = [data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)]
-    assert cc[1]["ok"] and not cc[0]["ok"]
-    assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 it still disagrees by "
-                      f"{cc[0]['gap_points']:.1f} points, for a reason chapter 12 has not yet found")
+    bar = _crosscheck_bar()
+    assert cc[1]["ok"] and cc[0]["ok"] and 0.9 * bar < abs(cc[0]["gap_points"]) <= bar  # at the edge of the bar
+    assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 it gives {cc[0]['ncu_ratio']:.1%} against the "
+                      f"harness's {cc[0]['harness_ratio']:.1%}, a gap of {cc[0]['gap_points']:.1f} points at the edge "
+                      f"of the {bar:.0f}-point bar, for a reason chapter 12 has not yet found")
 
 
 def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
     cc = data["crosscheck"][f"{FP8}@4096"]
     (name,) = cc["cublas_kernels"]
-    assert says(text, f"`{name}` at 4096") and "176x128_128x5_1x2" in name and "coop" not in name
-    rank = _algorithm(cc["cublas"])[0]
-    assert says(text, f"in the cross-check's own rounds the fastest was the heuristic's #{rank}, `{name}`")
+    rank, _, tile = _algorithm(cc["cublas"])
+    assert rank == _algorithm(_row(data, FP8, 4096)["cublas_ref"])[0]  # "The cross-check's own rounds chose it too"
+    # the kernel's name spells the label's tile, its k depth and stages, and the 1 x 2 cluster ("clusters along N")
+    m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_1x2_", name)
+    assert m and f"{m[1]} × {m[2]}" == tile and m[3] == "128" and "coop" not in name
+    assert says(text, f"The cross-check's own rounds chose it too: the heuristic's #{rank}, `{name}` at 4096, a {tile} "
+                      f"tile with {m[4]} stages and clusters along N, without the `coopA`")
     assert says(text, f"timed it at {cc['ncu_cublas_ms'] * 1e3:.1f} µs against rung 12's "
                       f"{cc['ncu_kernel_ms'] * 1e3:.1f} µs")
+    # "its lead is thin": the runner-up of the table's rounds, and the power cell's rounds, which crowned it
+    fast = {int(k.rsplit("#", 1)[1]) if "#" in k else 1: t["tflops"] for k, t in _contenders(data, 4096).items()
+            if "fast heuristic" in k}  # the heuristic's rank -> TFLOP/s in the table's rounds
+    win = fast.pop(rank)
+    rank2 = max(fast, key=fast.get)
+    t2 = fast[rank2]
+    assert says(text, f"in the table's rounds the heuristic's #{rank2} came within {win / t2 - 1:.1%} of it "
+                      f"({t2:,.1f} against {win:,.1f} TFLOP/s)") and win / t2 - 1 < 0.01
+    srank, _, stile = _algorithm(data["sustained"][f"{FP8}@4096"]["cublas_ref"])
+    assert srank == rank2 and says(text, f"the power cell's rounds above crowned #{srank}, a {stile} tile")
 
 
 def test_chapter_12_names_the_limit_the_profile_shows():
