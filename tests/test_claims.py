@@ -346,17 +346,41 @@ def test_chapter_09_compares_rungs_as_the_run_measured(data):
     assert says(ch09, "Rung 09 is faster than rung 08 at both sizes")
     assert 1.15 <= t("09_setmaxnreg", 4096) / t("08_warp_specialized", 4096) < 4 / 3
     assert t("09_setmaxnreg", 8192) / t("08_warp_specialized", 8192) > 1.5
-    ahead = t("09_setmaxnreg", 4096) / t("07_tma", 4096) - 1
-    assert says(ch09, f"rung 09 is ahead at both sizes: by {100 * ahead:.0f}% at N = 4096") and says(ch09, "by a fifth at 8192")
-    assert 0 < ahead < 0.125
-    assert abs(t("09_setmaxnreg", 8192) / t("07_tma", 8192) - 6 / 5) < 0.03
+    assert says(ch09, f"chapter 08's table of the same run: {t('08_warp_specialized', 4096):.1f} and "
+                      f"{t('08_warp_specialized', 8192):.1f} TFLOP/s")
+    assert says(ch09, f"the gain, ×{t('09_setmaxnreg', 4096) / t('08_warp_specialized', 4096):.2f}, is a little below")
+    ahead = {n: t("09_setmaxnreg", n) / t("07_tma", n) - 1 for n in (4096, 8192)}
+    assert says(ch09, f"rung 09 is ahead at both sizes: by {100 * ahead[4096]:.0f}% at N = 4096 and "
+                      f"{100 * ahead[8192]:.0f}% at 8192")
+    assert all(0 < a < 0.125 for a in ahead.values())
+    # setmaxnreg alone, against the same kernel without it: the napkin's tie missed, the rounds apart
     for n, where in ((4096, "of it at N = 4096"), (8192, "at 8192")):
         assert says(ch09, f"×{t('09_setmaxnreg', n) / t('08_same_tile', n):.2f} {where}"), n
+        a, b = (data["gemm"][results.gemm_key(r, n, n, n)]["tflops_iqr"] for r in ("08_same_tile", "09_setmaxnreg"))
+        assert b[0] > a[1], n
     s08, s09 = (summary(data["timeline"][f"{r}@4096"]) for r in ("08_warp_specialized", "09_setmaxnreg"))
     assert says(ch09, "median tile close to that floor") and max(s09["cycles_per_tile"]) <= 1.15 * 1024
     share = lambda s: sum(w / c for w, c in zip(s["wait_for_data_cycles"], s["cycles_per_tile"])) / 2  # noqa: E731
-    assert says(ch09, "much smaller share of each tile than in rung 08")
-    assert share(s09) < 0.55 * share(s08), (share(s09), share(s08))  # about half as much waiting per tile
+    assert says(ch09, "about three quarters of each tile against three fifths in rung 08")
+    assert abs(share(s09) - 0.75) < 0.05 and abs(share(s08) - 0.6) < 0.05, (share(s09), share(s08))
+
+
+def test_chapter_09_epilogue_is_shorter_with_setmaxnreg():
+    """The SASS claim of chapter 09: under the 168 cap the epilogue's STGs come with 105 R2UR among them; compiled against
+    240 the stores stand alone. Counted from the first STG to the last, in the builds the chapter diffs."""
+    import re
+    from helpers import build, rung
+    span = {}
+    for rid in ("08_same_tile", "09_setmaxnreg"):
+        ops = [m.group(1) for m in (re.search(r"\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]+)", x)
+                                    for x in build(rung(rid)).sass().splitlines()) if m]
+        stg = [i for i, op in enumerate(ops) if op == "STG"]
+        span[rid] = ops[stg[0]:stg[-1] + 1]
+        assert len(stg) == 64, rid
+    assert len(span["08_same_tile"]) == 169 and span["08_same_tile"].count("R2UR") == 105
+    assert len(span["09_setmaxnreg"]) == 64
+    text = _markdown("09_setmaxnreg.ipynb")
+    assert says(text, "169 instructions from the first store to the last") and says(text, "take 64 instructions")
 
 
 def test_chapters_02_and_03_compare_rungs_as_the_run_measured(data):
