@@ -81,19 +81,31 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
 
 def _spread(ax, labels) -> None:
     """Move point labels down, one under the other, until no two overlap: rungs of one tile share an intensity and
-    differ by a few percent, so their names would otherwise print on top of each other. A moved label keeps a thin
-    line to its point."""
+    differ by a few percent, so their names would otherwise print on top of each other. A stack that would leave the
+    axes grows upwards instead, or in a further column to the left. A moved label keeps a thin line to its point."""
     if not labels:
         return
     renderer = ax.figure.canvas.get_renderer()
     to_points = 72 / ax.figure.dpi
+    frame = ax.get_window_extent(renderer)
     placed = []
     for label in sorted(labels, key=lambda a: -a.get_window_extent(renderer).y0):  # top first, pushed down
         start = label.xyann
-        box = label.get_window_extent(renderer)
-        while any(box.overlaps(other) for other in placed):
-            label.xyann = (label.xyann[0], label.xyann[1] - (box.height + 2) * to_points)
-            box = label.get_window_extent(renderer)
+        width = label.get_window_extent(renderer).width * to_points + 6
+        # down the column under the point; if the stack would leave the axes, up from the point; if that leaves them
+        # too, the same in a column further left (a tall stack of rungs that share one intensity)
+        for column in range(4):
+            for step in (-1, 1):
+                label.xyann = (start[0] - column * width, start[1])
+                box = label.get_window_extent(renderer)
+                while any(box.overlaps(other) for other in placed):
+                    label.xyann = (label.xyann[0], label.xyann[1] + step * (box.height + 2) * to_points)
+                    box = label.get_window_extent(renderer)
+                if frame.y0 <= box.y0 and box.y1 <= frame.y1:
+                    break
+            else:
+                continue
+            break
         if label.xyann != start:
             ax.annotate("", label.xy, xytext=label.xyann, textcoords="offset points",
                         arrowprops=dict(arrowstyle="-", color="0.6", lw=0.6, shrinkA=0, shrinkB=3))
