@@ -404,7 +404,11 @@ def accumulator(r: Rung | str, save: bool = True) -> dict:
     def how() -> dict:
         from .fp8 import probe_accumulator
         return {"rung": r.id, "placements": probe_accumulator(r.id)}
-    return _labelled(*obtain("accumulator", r.id, how, r.needs_cc, r.arch, save))
+    from .fp8 import PROBE_PLACEMENTS
+    got = _labelled(*obtain("accumulator", r.id, how, r.needs_cc, r.arch, save))
+    # the results file is written with sorted keys: put the placements back in the probe's own order
+    got["placements"] = {k: got["placements"][k] for k in PROBE_PLACEMENTS if k in got["placements"]}
+    return got
 
 
 def sustained(r: Rung | str, n: int, save: bool = True) -> dict:
