@@ -4,7 +4,9 @@
 //  - full[s]:  the producer's expect_tx arrival plus the TMA bytes complete it: "slot s holds a tile";
 //  - empty[s]: one arrival per consumer warpgroup completes it: "everyone is done reading slot s".
 // The producer runs up to STAGES tiles ahead; consumers keep one wgmma group in flight and release a slot as
-// soon as the group that read it has finished. The ring is as deep as the shared-memory budget allows.
+// soon as the group that read it has finished. The ring is as deep as the shared-memory budget allows: 7 stages of
+// this file's 128 x 128 tile. The main path's step, 08_same_tile, builds it with rung 07's 128 x 256 tile and
+// 3-stage ring (WGMMA_N = BN = 256, STAGES = 3), so that against rung 07 only the roles change.
 // The producer waits on empty[s] for the phase before the current lap's, which a fresh barrier counts as
 // complete, so the ring starts empty with no initial arrivals (rungs 09 and 10 keep this convention).
 // New PTX: mbarrier.arrive (kernels/common/mbarrier.cuh).  Requires: sm_90a.

@@ -1,11 +1,12 @@
 // Rung 09_setmaxnreg: Hopper, step 4. BF16 in, FP32 accumulate, sm_90a.
-// Builds on: 08_warp_specialized. The producer needs a handful of registers, each consumer thread wants 128
-// accumulators for a 64 x 256 tile plus addresses. With 384 threads the compiler may give each at most
-// 65536 / 384 = 170, rounded down to 168, so the CTA starts with 168 x 384 = 64,512 registers. setmaxnreg moves
-// registers between warpgroups at run time, within that pool: the producer drops to 24 and the two consumers
-// rise to 240, and 128 * 24 + 256 * 240 = 64,512 uses the pool exactly. The 128 x 256 block tile (m64n256k16,
-// twice rung 08's for the same shared-memory reads of A) would fit the 168 cap on its own (ptxas: 154 registers);
-// the split gives the consumers 88 registers of headroom instead of 14.
+// Builds on: 08_same_tile (rung 08's ring with rung 07's 128 x 256 tile): one change, setmaxnreg. The producer
+// needs a handful of registers, each consumer thread wants 128 accumulators for a 64 x 256 tile plus addresses.
+// With 384 threads the compiler may give each at most 65536 / 384 = 170, rounded down to 168, so the CTA starts
+// with 168 x 384 = 64,512 registers. setmaxnreg moves registers between warpgroups at run time, within that pool:
+// the producer drops to 24 and the two consumers rise to 240, and 128 * 24 + 256 * 240 = 64,512 uses the pool
+// exactly. The tile would fit the 168 cap on its own (ptxas: 154 registers); the split gives the consumers 88
+// registers of headroom instead of 14, and ptxas spends some of it on the epilogue's store addresses. The ring is
+// derived from the budget (4 stages); the registry holds it at rung 07's 3.
 // New PTX: setmaxnreg.inc / setmaxnreg.dec (kernels/common/setmaxnreg.cuh).  Requires: sm_90a.
 //
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (given as tensor maps), C fp32; M % BM, N % BN, K % BK == 0.

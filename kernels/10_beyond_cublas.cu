@@ -1,12 +1,18 @@
 // Rung 10_beyond_cublas: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
-// Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups at 24/240 registers).
-// What changes, one constexpr at a time, so chapter 10 can time each step on its own:
+// Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups; here at 40/232 registers,
+// since the tile scheduler's arithmetic needs more than rung 09's 24). C is bf16, rounded from the fp32
+// accumulators as cuBLAS writes it: with every switch below off, one block per tile (10_bf16_c), that is the only
+// change from rung 09. What changes next, one switch at a time (a constexpr, or for PERSISTENT the launch's grid),
+// in the main path's order, so chapter 10 can time each step on its own:
 //   PERSISTENT work: one block per SM walks a list of tiles, so the producer fetches tile i+1 while the
 //     consumers write tile i; the ring's stage index and mbarrier parity run on across tiles.
-//   SCHEDULE: the order of that list. Row by row, a wave of 132 tiles spans all of B; grouped, it is a
-//     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them.
 //   CLUSTER = 2: two CTAs on neighbouring SMs compute vertically adjacent tiles that need the same B tile. Each
 //     fetches half of it and multicasts to both, so L2 serves B once per pair.
+//   SCHEDULE: the order of that list. Row by row, a wave of 132 tiles spans all of B; grouped, it is a
+//     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them. It pays once pairs
+//     share B; alone (10_grouped) it costs.
+//   STAGES: the ring's depth, derived from the budget (4 stages, also with the C staging buffers); the steps up to
+//     10_cluster hold it at 3, as rungs 07 to 09 do, and 10_four_stages adds the fourth.
 //   EPILOGUE = 1: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
 //     64 x 64 chunks through C_BUFFERS buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
 //   EPILOGUE = 2: the same, but each warp writes its accumulators into those buffers with stmatrix: one

@@ -618,3 +618,5 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     v = {n: data["variants"][f'{FINAL}:{{"SCHEDULE": 0}}@{n}']["tflops"] / data["variants"][f"{FINAL}:{{}}@{n}"]["tflops"]
          for n in (4096, 8192)}
     assert says(text, f"row order {1 - v[4096]:.1%} behind at 4096 and {1 - v[8192]:.0%} at 8192")
+    from helpers.report import diff_size
+    assert says(text, f"step into that file from rung 09 changes {diff_size('09_setmaxnreg', '10_bf16_c')} lines at once")
