@@ -29,6 +29,21 @@ class KernelExercise:
     def solution(self) -> str:
         return source(self.rung)
 
+    def edit(self) -> dict:
+        """Show the broken copy in the playground's editor (numbered lines, a button that compiles, checks and times
+        the edit, a reset back to the broken copy) and return its parts: parts["code"].value is the text as edited.
+        Beside the widget a plain line says what it holds, for a reader without a kernel (the built book)."""
+        from IPython.display import display
+        from .explore import widget_bundle
+        from .playground import editor
+        widget, parts = editor(self.rung, text=self.broken(), rungs=(self.rung,))
+        display(widget_bundle(widget, f"An editor holding a broken copy of {self.rung}'s kernel beside its line "
+                                      "numbers (run this cell in Jupyter to use it)."), raw=True)
+        print(f"The editor holds a copy of kernels/{self.rung}.cu, {len(parts['code'].value.splitlines())} numbered "
+              f"lines, with one bug in it. Fix it there and press \"compile, check and time\"; \"reset\" brings the "
+              "broken copy back.")
+        return parts
+
 
 KERNEL_EXERCISES = {
     "04_swizzle_store": KernelExercise(

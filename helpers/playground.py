@@ -142,21 +142,25 @@ def _numbered(text: str) -> str:
     return "\n".join(str(i) for i in range(1, text.count("\n") + 2))
 
 
-def editor(start: str = "04_swizzle"):
+def editor(start: str = "04_swizzle", text: str | None = None, rungs=None):
     """The playground's editor, as one widget: pick a rung, edit its kernel beside numbered lines, run the edit with
-    play(). Edits are kept per rung while the notebook runs (switching rungs loses nothing); "reset" puts the
-    rung's own source back. Returns (widget, parts), parts naming the pieces for tests."""
+    play(). Edits are kept per rung while the notebook runs (switching rungs loses nothing); "reset" puts the text
+    the rung started with back: its own source, or `text` for `start` (a kernel exercise's broken copy, so that
+    reset never shows the answer). `rungs` narrows the menu (default: every rung). Returns (widget, parts), parts
+    naming the pieces for tests."""
     import ipywidgets as w
     from .registry import RUNGS
     kept: dict[str, str] = {}
-    pick = w.Dropdown(options=[r.id for r in RUNGS], value=start, description="rung")
-    code = w.Textarea(value=source(start), layout=w.Layout(width="100%"))
+    first = {start: text} if text is not None else {}
+    origin = lambda rung_id: first.get(rung_id) or source(rung_id)  # noqa: E731
+    pick = w.Dropdown(options=list(rungs or [r.id for r in RUNGS]), value=start, description="rung")
+    code = w.Textarea(value=origin(start), layout=w.Layout(width="100%"))
     numbers = w.Textarea(value=_numbered(code.value), disabled=True, layout=w.Layout(width="4.5em"))
     for box in (code, numbers):
         box.add_class("gemm-code")
         box.rows = code.value.count("\n") + 2
     run = w.Button(description="compile, check and time", layout=w.Layout(width="auto"))
-    reset = w.Button(description="reset to the rung's source", layout=w.Layout(width="auto"))
+    reset = w.Button(description="reset" if first else "reset to the rung's source", layout=w.Layout(width="auto"))
     out = w.Output()
 
     def renumber(change):
@@ -165,11 +169,11 @@ def editor(start: str = "04_swizzle"):
 
     def switch(change):
         kept[change["old"]] = code.value
-        code.value = kept.get(change["new"], source(change["new"]))
+        code.value = kept.get(change["new"], origin(change["new"]))
 
     def restore(_):
         kept.pop(pick.value, None)
-        code.value = source(pick.value)
+        code.value = origin(pick.value)
 
     def play_it(_):
         with out:

@@ -329,6 +329,20 @@ def test_the_playground_editor_keeps_edits_per_rung_numbers_its_lines_and_resets
     assert "check and time" in p["run"].description and p["run"].layout.width == "auto"  # the label is not cut
 
 
+def test_a_kernel_exercise_opens_its_broken_copy_in_the_editor_and_reset_never_shows_the_answer(capsys):
+    from helpers.exercises import KERNEL_EXERCISES
+    for exercise in KERNEL_EXERCISES.values():
+        parts = exercise.edit()
+        broken = exercise.broken()
+        assert parts["code"].value == broken != exercise.solution()
+        assert list(parts["pick"].options) == [exercise.rung]  # one rung: no menu to wander off into
+        assert parts["numbers"].value.splitlines()[-1] == str(broken.count("\n") + 1)
+        parts["code"].value = exercise.solution()
+        parts["reset"].click()
+        assert parts["code"].value == broken  # reset brings the bug back, not the rung's own (fixed) source
+        assert f"kernels/{exercise.rung}.cu, {len(broken.splitlines())} numbered lines" in capsys.readouterr().out
+
+
 def test_the_playground_banner_says_it_replays_and_records_nothing(monkeypatch):
     from helpers.report import banner_text
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
