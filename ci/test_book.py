@@ -92,10 +92,17 @@ def test_page_loads_with_rendered_figures_and_live_links(site, browser, page):
         " i.getBoundingClientRect().width])")
     for src, complete, natural, shown in images:
         assert complete and natural > 0 and shown > 0, f"{page}: image {src} did not render"
-    # No uncaught script error on the page (a script a CDN fails to serve offline, the widgets' require.js, is a
-    # network error, not one of these; the saved figures show instead).
+    # No uncaught script error on the page, and nothing fetched from another host: the book works offline (the
+    # widget scripts myst-nb would take from CDNs are off in _config.yml; a widget shows its caption instead).
     errors = [e["message"] for e in browser.get_log("browser") if "Uncaught" in e["message"]]
     assert not errors, f"{page}: {errors[:3]}"
+    external = browser.execute_script(
+        "return [...document.querySelectorAll('script[src], link[href][rel~=stylesheet], img[src]')]"
+        ".map(e => e.src || e.href).filter(u => !u.startsWith(location.origin))")
+    assert not external, f"{page}: fetched from another host: {external[:3]}"
+    if page.endswith("playground.html"):
+        text = browser.execute_script("return document.body.innerText")
+        assert "(run this cell in Jupyter to use it)" in text and "The editor opens on 04_swizzle" in text, page
     hrefs = browser.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)")
     for href in {h.split("#")[0] for h in hrefs}:
         if urlparse(href).netloc == urlparse(site).netloc:
