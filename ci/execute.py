@@ -3,7 +3,8 @@
     python ci/execute.py [chapters/00_the_machine.ipynb ...]      (default: every chapter)
 
 The executed outputs are what the static book shows, so this runs on the H100. Each chapter's time is
-written to results/execution.json for the book's status page.
+written to results/execution.json for the book's status page, unless the chapter only replayed rows its run
+(GEMM_LADDER_RUN) had already measured: such a rerun keeps the chapter's cold time.
 """
 import datetime as dt
 import json
@@ -54,6 +55,7 @@ def main(paths) -> int:
     timings = json.loads(timings_file.read_text()) if timings_file.exists() else {}
     failed = 0
     for path in paths:
+        before = _run_entries()
         t0 = time.time()
         try:
             rc = subprocess.run([sys.executable, __file__, "--one", str(path)], timeout=CHAPTER_TIMEOUT_S).returncode
@@ -64,10 +66,29 @@ def main(paths) -> int:
             failed += 1
             print(f"FAILED {path} ({rc})", flush=True)
             continue
+        if before and _run_entries() == before and path.stem in timings:
+            # A rerun in a run that already holds its measurements replays them: its seconds are not what a cold
+            # execution costs, which is what the status page says. Keep the cold time.
+            print(f"{path} executed in {seconds:.1f} s reusing run {os.environ['GEMM_LADDER_RUN']}'s rows; the "
+                  f"status page keeps its cold time of {timings[path.stem]['date']}", flush=True)
+            continue
         timings[path.stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         timings_file.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")  # the status page reads it
         print(f"{path} executed cold in {seconds:.1f} s", flush=True)
     return 1 if failed else 0
+
+
+def _run_entries() -> str:
+    """The results file's entries of this process's run id (GEMM_LADDER_RUN), as text; empty without a run id."""
+    run = os.environ.get("GEMM_LADDER_RUN")
+    if not run:
+        return ""
+    sys.path.insert(0, str(ROOT))
+    from helpers import device, results
+    gpu = device()
+    data = results.load(results.path_for(gpu.slug if gpu else None))
+    return json.dumps({s: {k: e for k, e in v.items() if isinstance(e, dict) and e.get("run") == run}
+                       for s, v in data.items() if isinstance(v, dict)}, sort_keys=True)
 
 
 if __name__ == "__main__":

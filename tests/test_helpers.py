@@ -468,3 +468,23 @@ def test_the_check_subcommand_says_why_it_cannot_run_here(capsys, monkeypatch):
 def test_every_subcommand_explains_itself(capsys, cmd):
     code, out, _ = _cli_main(capsys, cmd, "--help")
     assert code == 0 and len(out.splitlines()) > 8 and "usage: python -m helpers " + cmd in out
+
+
+def test_a_rerun_that_only_replays_its_run_is_told_apart_from_a_cold_execution(tmp_results, monkeypatch):
+    """ci/execute.py keeps a chapter's cold time when the chapter wrote nothing to its run: _run_entries is the
+    run's own entries, and empty without a run id."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("execute", ROOT / "ci" / "execute.py")
+    execute = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(execute)
+    results.record("gemm", "01_naive@8x8x8", {"tflops": 1.0, "run": "R1"})
+    results.record("gemm", "01_naive@16x16x16", {"tflops": 2.0, "run": "R0"})
+    monkeypatch.delenv("GEMM_LADDER_RUN", raising=False)
+    assert execute._run_entries() == ""
+    monkeypatch.setenv("GEMM_LADDER_RUN", "R1")
+    before = execute._run_entries()
+    assert "01_naive@8x8x8" in before and "16x16x16" not in before
+    results.record("gemm", "01_naive@16x16x16", {"tflops": 3.0, "run": "R0"})  # another run's entry: still a replay
+    assert execute._run_entries() == before
+    results.record("gemm", "02_wmma_naive@8x8x8", {"tflops": 4.0, "run": "R1"})  # measured now: a cold execution
+    assert execute._run_entries() != before
