@@ -83,7 +83,8 @@ def _run_entries() -> str:
     run = os.environ.get("GEMM_LADDER_RUN")
     if not run:
         return ""
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from helpers import device, results
     gpu = device()
     data = results.load(results.path_for(gpu.slug if gpu else None))
