@@ -12,7 +12,7 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 # Notebooks are checked in replay mode so a test run never overwrites the recorded H100 results.
 # -n auto --dist loadgroup: every core runs tests; each notebook is one group (tests/conftest.py), so its cells stay in order
-GEMM_LADDER_REPLAY=1 python3 -m pytest -p no:cacheprovider -q -n auto --dist loadgroup tests chapters --nbval-lax
+GEMM_LADDER_REPLAY=1 GEMM_LADDER_CHECK_FIGURES=1 python3 -m pytest -p no:cacheprovider -q -n auto --dist loadgroup tests chapters --nbval-lax
 rm -rf _build
 # The landing page's climb chart, drawn from the recorded results (never committed, so never stale).
 mkdir -p images

@@ -454,6 +454,8 @@ def _outputs(draw, values: dict, catch: bool = False) -> list[dict]:
     fig = got if hasattr(got, "savefig") else getattr(got, "figure", None)  # a Figure, or an Axes' figure
     if hasattr(fig, "savefig"):
         import matplotlib.pyplot as plt
+        from .figures.common import check_shown
+        check_shown([fig])  # under ci/test.sh: a first state a reader could not read fails the chapter
         png = io.BytesIO()
         fig.savefig(png, format="png", bbox_inches="tight")
         plt.close(fig)  # drawn once, here: the inline backend must not show it a second time at the cell's end

@@ -21,6 +21,46 @@ def clean(ax, sides=("top", "right")):
         ax.spines[side].set_visible(False)
 
 
+# The book's output column at a 1280 px window: ci/test_book.py measures it (_static/column.css widens it to this).
+# The inline backend saves a figure's tight box plus 0.1 in each side at the figure's dpi, and the page scales an
+# image wider than the column down to it, text and all. JupyterLab's output area is about as wide at that window.
+COLUMN_PX = 948
+SMALLEST_PT = 8.0
+
+
+def shown_points(fig) -> tuple[float, float]:
+    """(the saved image's width in px, the factor from a text's font size in pt to the size a reader sees, in CSS
+    pt, 1 pt = 96/72 px): at dpi d a font of f pt is f * d / 72 image px, shown at min(1, COLUMN_PX / width)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    canvas.draw()
+    width = (fig.get_tightbbox(canvas.get_renderer()).width + 0.2) * fig.dpi
+    return width, fig.dpi / 96 * min(1.0, COLUMN_PX / width)
+
+
+def small_text(fig, smallest: float = SMALLEST_PT) -> list[tuple[str, float]]:
+    """Visible texts a reader of the book sees smaller than `smallest` pt, with the size they are shown at: the CI
+    check (tests/test_legible.py on every figure the helpers draw; ci/test.sh on every figure a chapter shows)."""
+    _, factor = shown_points(fig)
+    return [(t.get_text(), round(t.get_fontsize() * factor, 2)) for t in _drawn_texts(fig)
+            if t.get_fontsize() * factor < smallest - 1e-9]
+
+
+def _drawn_texts(fig) -> list:
+    """The visible, non-empty texts of a drawn figure, less the tick labels matplotlib keeps but does not draw."""
+    from matplotlib.text import Text
+    unseen = set()  # tick labels outside the view limits, or of a hidden axis
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            shown = ax.axison and axis.get_visible()
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not shown or not low - 1e-9 * abs(high - low) <= tick.get_loc() <= high + 1e-9 * abs(high - low):
+                    unseen |= {id(tick.label1), id(tick.label2)}
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_figure() is fig
+            and id(t) not in unseen]
+
+
 def _text_box(text, renderer):
     """The rectangle a drawn Text covers in display pixels, as 4 corners: its own rotated box, not the axis-aligned
     box around it (two rotated tick labels side by side have overlapping axis-aligned boxes but no shared ink)."""
@@ -59,19 +99,65 @@ def text_clashes(fig) -> list[tuple[str, str]]:
     that no label sits on another (tests/test_legible.py runs it on every figure the helpers draw)."""
     from itertools import combinations
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.text import Text
     canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
-    unseen = set()  # tick labels matplotlib keeps but does not draw: outside the view limits, or of a hidden axis
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            low, high = sorted(axis.get_view_interval())
-            shown = ax.axison and axis.get_visible()
-            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
-                if not shown or not low - 1e-9 * abs(high - low) <= tick.get_loc() <= high + 1e-9 * abs(high - low):
-                    unseen |= {id(tick.label1), id(tick.label2)}
-    texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_figure() is fig
-             and id(t) not in unseen]
+    texts = _drawn_texts(fig)
     boxes = [(t.get_text(), _text_box(t, renderer)) for t in texts]
     return [(a, b) for (a, pa), (b, pb) in combinations(boxes, 2) if _overlap(pa, pb)]
+
+
+def illegible(fig) -> list[str]:
+    """What a reader could not read in `fig`, one line each: text under SMALLEST_PT as shown, and text on text."""
+    width, _ = shown_points(fig)
+    return ([f"{text!r} is shown at {pt} pt (the image is {width:.0f} px wide, the column {COLUMN_PX} px)"
+             for text, pt in small_text(fig)] + [f"{a!r} overlaps {b!r}" for a, b in text_clashes(fig)])
+
+
+CHECK_ENV = "GEMM_LADDER_CHECK_FIGURES"  # ci/test.sh sets it for nbval: every figure a chapter shows is checked
+
+
+class IllegibleFigure(AssertionError):
+    pass
+
+
+def check_shown(figs) -> None:
+    """Under GEMM_LADDER_CHECK_FIGURES=1, raise IllegibleFigure, naming what a reader could not read, if any of
+    `figs` is about to be shown so; otherwise do nothing."""
+    import os
+    if os.environ.get(CHECK_ENV) != "1":
+        return
+    for fig in figs:
+        if problems := illegible(fig):
+            title = fig._suptitle.get_text() if fig._suptitle else "; ".join(a.get_title() for a in fig.axes)
+            raise IllegibleFigure(f"a figure ({title or 'untitled'}) would be shown illegibly: " + "; ".join(problems))
+
+
+class _CheckAtCellEnd:
+    """An IPython AST transformer: after a cell's statements, check the open figures the inline backend is about to
+    show, keeping the cell's last expression as the value it displays."""
+
+    def visit(self, module):
+        import ast
+        check = ast.parse("__import__('helpers.figures.common', fromlist=['check_shown']).check_shown("
+                          "[__import__('matplotlib.pyplot').pyplot.figure(n) for n in "
+                          "__import__('matplotlib.pyplot').pyplot.get_fignums()])").body
+        if module.body and isinstance(module.body[-1], ast.Expr):
+            last = module.body.pop()
+            module.body += [ast.Assign([ast.Name("_shown_last", ast.Store())], last.value), *check,
+                            ast.Expr(ast.Name("_shown_last", ast.Load()))]
+        else:
+            module.body += check
+        return ast.fix_missing_locations(module)
+
+
+def watch_cells() -> None:
+    """Under GEMM_LADDER_CHECK_FIGURES=1 in an IPython kernel, check every figure a cell leaves to be shown."""
+    import os
+    import sys
+    if os.environ.get(CHECK_ENV) != "1" or "IPython" not in sys.modules:
+        return
+    from IPython import get_ipython
+    shell = get_ipython()
+    if shell is not None and not any(isinstance(t, _CheckAtCellEnd) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_CheckAtCellEnd())
