@@ -110,6 +110,35 @@ def test_page_loads_with_rendered_figures_and_live_links(site, browser, page):
                 assert resp.status == 200, f"{page}: link {href} -> {resp.status}"
 
 
+def test_the_column_is_as_wide_as_the_figures_are_drawn_for(site, browser):
+    # helpers/figures/common.py holds every figure to 8 pt as shown in a COLUMN_PX column (tests/test_legible.py,
+    # and every chapter's figures under ci/test.sh); _static/column.css gives the outputs that column at 1280 px.
+    sys.path.insert(0, str(ROOT))
+    from helpers.figures.common import COLUMN_PX
+    browser.get(urljoin(site, "chapters/07_tma.html"))
+    assert browser.execute_script("return window.innerWidth") == 1280
+    widths = browser.execute_script(
+        "return [...document.querySelectorAll('div.cell_output')].map(e => e.getBoundingClientRect().width)")
+    assert widths and min(widths) >= COLUMN_PX, widths[:3]
+
+
+def _wrapped_tables(browser) -> list[str]:
+    """The first line of each result table (the `table` helper's text) on the page that is wider than its box."""
+    return browser.execute_script("""
+        return [...document.querySelectorAll('div.cell_output pre')].filter(p => /^rung +size +dtype +TFLOP/.test(p.innerText))
+          .filter(p => { const c = p.cloneNode(true); c.style.whiteSpace = 'pre'; c.style.width = 'max-content';
+                         c.style.position = 'absolute'; p.parentElement.appendChild(c);
+                         const wide = c.getBoundingClientRect().width > p.getBoundingClientRect().width + 1; c.remove();
+                         return wide; })
+          .map(p => p.innerText.split('\\n')[1]);""")
+
+
+def test_no_result_table_wraps(site, browser):
+    for page in _pages():
+        browser.get(urljoin(site, page))
+        assert _wrapped_tables(browser) == [], page
+
+
 def test_chapters_show_their_recorded_figures(site, browser):
     for page in _pages():
         if page.startswith("chapters/0"):

@@ -48,7 +48,7 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
     """Bandwidth roofs (TB/s x FLOP/B) and compute peaks, with each row placed at its rung's intensity; a row's
     marker says which L2 path it loads through, so it is read against that path's roof."""
     import matplotlib.pyplot as plt
-    ax = ax or plt.subplots(figsize=(7.5, 4.8))[1]
+    ax = ax or plt.subplots(figsize=(9.2, 6.4))[1]  # the book's column: 9.4 in with padding
     x = np.logspace(-1.5, 3, 200)
     peak_max = max([c.value for cid, c in ceilings.items() if cid in PEAKS] or [1.0])
     for cid, (label, colour) in ROOFS.items():
@@ -66,17 +66,35 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
         ai, path = intensity(r), load_path(r)
         paths.add(path)
         ax.scatter([ai], [row.tflops], zorder=3, s=30, marker=PATH_MARKER[path][0])
-        names.append(ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8))
+        names.append(ax.annotate(row.rung, (ai, row.tflops), textcoords="offset points", xytext=(5, -3), fontsize=8,
+                                 zorder=4))  # over the markers: a rung of the same intensity may sit on its name
     if len(paths) > 1 or paths - {"l2_read"}:  # a legend line per marker, so the reader knows which roof is whose
         for path in sorted(paths):
             ax.scatter([], [], marker=PATH_MARKER[path][0], color="grey", label=f"rung {PATH_MARKER[path][1]}")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",
            ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *_numbers(rows)])})")
     ax.grid(True, which="both", alpha=0.25)
-    # the legend sits outside, to the right: inside it would cover the low rungs' points and names
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    _legend_below(ax)  # inside, it would cover the low rungs' points and names
     _spread(ax, names)
     return ax
+
+
+def _legend_below(ax, **kw) -> None:
+    """The legend in two columns under the axes and their tick labels: beside them it would widen the figure past the
+    book's column, inside them it would cover bars or points. Its offset is in inches below the axes, measured once:
+    no layout engine may run on this figure (constrained layout would make room for the legend, move the axes, and
+    with them the tick labels the offset was measured from, a little further at every draw). A figure of one Axes is
+    fitted once (tight_layout) before the legend goes under it."""
+    from matplotlib.transforms import ScaledTranslation
+    fig = ax.figure
+    if len(fig.axes) == 1:
+        fig.tight_layout()
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    gap = (ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0) / fig.dpi + 0.05
+    ax.legend(fontsize=8, ncols=2, loc="upper center", bbox_to_anchor=(0.5, 0), borderaxespad=0, frameon=False,
+              bbox_transform=ax.transAxes + ScaledTranslation(0, -gap, fig.dpi_scale_trans), **kw)
+    fig.draw_without_rendering()
 
 
 def _spread(ax, labels) -> None:
@@ -120,7 +138,8 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
     rows = _numbers(rows)
     names = list(dict.fromkeys(r.rung for r in rows))
     bars = len(names) * max(1, len({r.n for r in rows}))
-    ax = ax or plt.subplots(figsize=(max(7.5, 0.2 * bars + 3.0), 4.6))[1]  # about 14 px a bar at 100 dpi
+    # about 14 px a bar at 100 dpi, up to the book's column (9.4 in with padding)
+    ax = ax or plt.subplots(figsize=(min(9.2, max(7.5, 0.2 * bars + 3.0)), 6))[1]
     sizes = sorted({r.n for r in rows})
     width = 0.8 / len(sizes)
     for j, n in enumerate(sizes):
@@ -146,7 +165,7 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
     ax.set_ylim(min(r.tflops for r in rows) / 2, top * 4)  # room above the tallest bar for its rotated ratio
     ax.set(ylabel="TFLOP/s (log scale); above each bar: % of its cuBLAS", title=f"{title}\n({_source_note(rows)})")
     ax.grid(True, axis="y", which="major", alpha=0.25)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    _legend_below(ax, handlelength=3.5)  # long enough for the cuBLAS tick, which is as wide as a bar
     return ax
 
 
@@ -197,10 +216,10 @@ def explore_ladder(rows, ceilings: dict):
             print(f"not measured at N={n}: {', '.join(missing)}")
         if not chosen:
             return "pick at least one rung"
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.5))
+        # one above the other: side by side, two legible panels are wider than the book's column
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(9.2, 12), gridspec_kw={"hspace": 0.75})
         climb(chosen, ceilings, ax=a1)
         roofline(ceilings, chosen, ax=a2)
-        fig.tight_layout()
         return fig
 
     return explorer(draw, n=w.Dropdown(options=sizes, value=sizes[0], description="N"),

@@ -155,7 +155,11 @@ def table(rows) -> str:
         mark = refs.setdefault(r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)", "abcdefghij"[len(refs) % 10])
         lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5} {r.tflops:8.2f} {iqr:>13} {r.cublas_tflops:8.2f} {mark}"
                      f" {r.ratio:7.1%} {('yes' if r.correct else 'NO'):>7}  {r.date[:16]}")
-    lines += [f"cuBLAS ({mark}): {ref}" for ref, mark in refs.items()]
+    # What each cuBLAS column timed, folded to the table's own width so that no line of it wraps in the book's column.
+    import textwrap
+    width = max(len(line) for line in lines)
+    lines += [textwrap.fill(f"cuBLAS ({mark}): {ref}", width, subsequent_indent="    ", break_on_hyphens=False)
+              for ref, mark in refs.items()]
     return "\n".join(lines)
 
 

@@ -141,7 +141,7 @@ def fig_simt_warp_sectors(ax=None, size: int = SIZE):
     import matplotlib.pyplot as plt
 
     colours = plt.get_cmap("viridis")(np.linspace(0.05, 0.95, WARP))
-    ax = axes(ax, (13.0, 9.2))
+    ax = axes(ax, (11.6, 8.6))   # the drawing is about 9.3 in wide: the column, so no text is scaled down
     strip_x = 44
     y0 = 0.0
     for rid in ("01_naive", "01_coalesced"):
@@ -154,8 +154,8 @@ def fig_simt_warp_sectors(ax=None, size: int = SIZE):
         for lane in range(WARP):
             grid[s["row"][lane], s["col"][lane]] = colours[lane]
         ax.imshow(grid, extent=(0, c["BN"], y0 + c["BM"], y0), interpolation="nearest")
-        ax.text(c["BN"] / 2, y0 + c["BM"] + 1.2, f"C block tile {c['BM']} x {c['BN']}: warp 0 (threads 0-31)\n"
-                f"coloured lane 0 (dark) to lane 31 (yellow)", ha="center", va="top", fontsize=8.5)
+        ax.text(c["BN"] / 2, y0 + c["BM"] + 1.2, f"C block tile {c['BM']} x {c['BN']}:\nwarp 0 (threads 0-31)\n"
+                f"coloured lane 0 (dark)\nto lane 31 (yellow)", ha="center", va="top", fontsize=8.5)
         y = y0
         for op, what in (("A", "load"), ("B", "load"), ("C", "store, once after the loop:")):
             d = s[op]
@@ -171,7 +171,7 @@ def fig_simt_warp_sectors(ax=None, size: int = SIZE):
         flop = WARP * FLOP_PER_FMA
         ax.text(strip_x, y + 0.2, f"per step k: one warp-wide FFMA ({flop} FLOP) for {moved:,} B of loads moved "
                 f"= {flop / moved:.2g} FLOP per byte", fontsize=9.5, weight="bold", ha="left", va="top")
-        y0 = max(y0 + c["BM"] + 16, y + 12)
+        y0 = max(y0 + c["BM"] + 22, y + 12)   # room for the four-line caption under the C tile
     ax.set_xlim(-1, strip_x + SECTOR_ROW * 9 + 1)
     ax.set_ylim(y0 - 10, -9)
     ax.set_aspect("equal")
@@ -200,7 +200,7 @@ def fig_simt_thread_tiles(ax=None, thread: int = 37, k: int = 2, rung_id: str = 
     pastel = plt.get_cmap("Pastel1").colors + plt.get_cmap("Pastel2").colors
     gap = 5
     cx, cy = bk + gap, bk + gap
-    ax = axes(ax, (13.0, 9.0))
+    ax = axes(ax, (11.8, 8.2))   # the drawing is about 9.3 in wide: the column, so no text is scaled down
     # shared tiles, one cell per element
     for x0, y0, w, h, name in ((0, cy, bk, bm, "sA"), (cx, 0, bn, bk, "sB")):
         ax.add_patch(Rectangle((x0, y0), w, h, fc=A_COLOUR if name == "sA" else B_COLOUR, alpha=0.25, ec="black",
@@ -218,7 +218,7 @@ def fig_simt_thread_tiles(ax=None, thread: int = 37, k: int = 2, rung_id: str = 
             t = int(owner[r0, c0])
             ax.add_patch(Rectangle((cx + c0, cy + r0), tn, tm, fc=pastel[t // WARP % len(pastel)], ec="white",
                                    lw=0.6))
-            ax.text(cx + c0 + tn / 2, cy + r0 + tm / 2, str(t), ha="center", va="center", fontsize=6.2,
+            ax.text(cx + c0 + tn / 2, cy + r0 + tm / 2, str(t), ha="center", va="center", fontsize=8,
                     color="0.15")
     # the chosen thread: its patch, and what it reads at step k
     r0, c0 = idx["trow"][thread] * tm, idx["tcol"][thread] * tn
@@ -228,8 +228,8 @@ def fig_simt_thread_tiles(ax=None, thread: int = 37, k: int = 2, rung_id: str = 
     ax.add_patch(Rectangle((cx + c0, k), tn, 1, fc=hi, alpha=0.7, ec=hi, lw=1.5))
     ax.plot([k + 1, cx + c0], [cy + r0 + tm / 2] * 2, color=hi, lw=0.9, ls="--", zorder=0.5)  # under the patches
     ax.plot([cx + c0 + tn / 2] * 2, [k + 1, cy + r0], color=hi, lw=0.9, ls="--", zorder=0.5)
-    ax.text(bk / 2, cy - 0.6, f"k: 0-{bk - 1}", ha="center", va="bottom", fontsize=7.5)
-    ax.text(cx - 0.6, bk / 2, f"k: 0-{bk - 1}", ha="right", va="center", fontsize=7.5)
+    ax.text(bk / 2, cy - 0.6, f"k: 0-{bk - 1}", ha="center", va="bottom", fontsize=8)
+    ax.text(cx - 0.6, bk / 2, f"k: 0-{bk - 1}", ha="right", va="center", fontsize=8)
     # the numbers, from the constants
     loads, ffma = tm + tn, tm * tn
     tile_bytes = (bm * bk + bk * bn) * FP32
@@ -255,7 +255,7 @@ def fig_simt_thread_tiles(ax=None, thread: int = 37, k: int = 2, rung_id: str = 
             f"colour = warp: warp w is threads {WARP}w to {WARP}w + 31,\n"
             f"  {WARP * tm * tn // bn} rows x {bn} columns; {warps} warps in all",
             fontsize=8.5, ha="left", va="top", linespacing=1.3)
-    ax.set_xlim(-1, tx + 62)
+    ax.set_xlim(-1, tx + 80)   # the text column is about 80 units wide at this scale
     ax.set_ylim(cy + bm + 9, -3)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -281,7 +281,7 @@ def fig_simt_warp_tiles(ax=None, lanes=(0, 9), rung_id: str = "01_warptiled"):
     warps = c["THREADS"] // WARP
     pastel = plt.get_cmap("Pastel1").colors
     strong = ("tab:red", "tab:blue", "tab:green", "tab:purple")
-    ax = axes(ax, (13.0, 6.6))
+    ax = axes(ax, (12.0, 6.1))   # the drawing is about 9.3 in wide: the column, so no text is scaled down
     for w in range(warps):
         r0, c0 = idx["wm"][w * WARP] * wm, idx["wn"][w * WARP] * wn
         ax.add_patch(Rectangle((c0, r0), wn, wm, fc=pastel[w % len(pastel)], ec="black", lw=1.0))
@@ -308,9 +308,9 @@ def fig_simt_warp_tiles(ax=None, lanes=(0, 9), rung_id: str = "01_warptiled"):
     for xy_a, xy_b in (((wn, 0), (zx, 0)), ((wn, wm), (zx, wm * z))):
         ax.add_artist(ConnectionPatch(xy_a, xy_b, "data", "data", axesA=ax, axesB=ax, color="0.6", lw=0.8, ls=":"))
     for r in range(0, wm, wm // 2):
-        ax.text(zx - 1, r * z + 1, f"row {r}", ha="right", va="top", fontsize=7.5, color="0.3")
+        ax.text(zx - 1, r * z + 1, f"row {r}", ha="right", va="top", fontsize=8, color="0.3")
     for col in range(0, wn, wn // 2):
-        ax.text(zx + col * z + 1, wm * z + 1, f"column {col}", ha="left", va="top", fontsize=7.5, color="0.3")
+        ax.text(zx + col * z + 1, wm * z + 1, f"column {col}", ha="left", va="top", fontsize=8, color="0.3")
     y = wm * z + 8
     for i, lane in enumerate(lanes):
         m0, n0 = int(idx["m0"][lane]), int(idx["n0"][lane])
@@ -318,7 +318,7 @@ def fig_simt_warp_tiles(ax=None, lanes=(0, 9), rung_id: str = "01_warptiled"):
                 f"        n0 = {_expr(rung_id, 'n0')} = {n0}\n"
                 f"  patches at rows {m0}, {m0 + wm // 2} x columns {n0}, {n0 + wn // 2}",
                 fontsize=8.5, ha="left", va="top", color=strong[i], family="monospace")
-        y += 14
+        y += 15.5   # three lines of 8.5 pt at this scale
     ax.text(zx + wn * z / 2, -2, f"warp 0 enlarged: {WARP} lanes as {c['LANES_M']} x {c['LANES_N']}, "
             f"each owning 2 x 2 patches of {p} x {p}", ha="center", va="bottom", fontsize=9.5)
     ax.text(zx, y + 1,
@@ -356,7 +356,8 @@ def fig_simt_lds_banks(ax=None, k: int = 0):
     import matplotlib.pyplot as plt
 
     colours = plt.get_cmap("tab20").colors
-    ax = axes(ax, (11.5, 11.0))
+    # constrained: the banks take the whole 9.3 in, so a 16-byte slot is wide enough for "lanes 6, 14, 22, 30" at 8 pt
+    ax = ax if ax is not None else plt.subplots(figsize=(9.3, 11.0), layout="constrained")[1]
     y, box = 0.0, 1.35
     for rid in ("01_vectorized", "01_warptiled"):
         loads = lds128(rid, k)
@@ -385,7 +386,7 @@ def fig_simt_lds_banks(ax=None, k: int = 0):
                 ax.add_patch(Rectangle((slot * 4 + 0.06, yy), 3.88, box, fc=colours[i % len(colours)], alpha=0.75,
                                        ec="white"))
                 ax.text(slot * 4 + 2, yy + box / 2, f"byte {chunk * CHUNK}\nlanes {_lanes_text(who)}",
-                        ha="center", va="center", fontsize=7, linespacing=1.15)
+                        ha="center", va="center", fontsize=8, linespacing=1.15)
             y += 1.0 + max(depth.values()) * (box + 0.1) + 1.2
         total, ideal = sum(ld["wavefronts"] for ld in loads), sum(ld["ideal"] for ld in loads)
         ax.text(-0.5, y, f"{rid}, all {len(loads)} LDS.128 of one step k: "
@@ -399,6 +400,6 @@ def fig_simt_lds_banks(ax=None, k: int = 0):
     ax.set_yticks([])
     clean(ax, ("bottom", "right", "left"))
     ax.set_title(f"Warp 0's 16-byte shared loads at step k = {k}: chunks under the same slot need separate "
-                 f"wavefronts\nthe 32-byte stride of 01_vectorized puts four B chunks under each used slot; "
+                 f"wavefronts\nthe 32-byte stride of 01_vectorized puts four B chunks under each used slot;\n"
                  f"01_warptiled's lanes read consecutive chunks", fontsize=10.5, pad=12)
     return ax

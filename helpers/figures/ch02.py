@@ -77,7 +77,7 @@ def fig_wmma_warp_tiles(ax=None):
     warp_colours = [colours[i] for i in (0, 2, 3, 4)]
     n = build("02_wmma_naive").consts
     s = build("02_wmma_smem").consts
-    ax = axes(ax, (13.0, 7.4))
+    ax = axes(ax, (11.7, 6.8))   # the drawing is about 9.3 in wide: the column, so no text is scaled down
     gap = 3                       # between an operand and C
     lw = 2.4
 
@@ -98,11 +98,11 @@ def fig_wmma_warp_tiles(ax=None):
     for r in range(bm // wm):
         readers = [w for w in range(warps) if w // n["WARPS_N"] == r]
         ax.text(x0 + wk / 2, cy + r * wm + wm / 2, f"A {wm}x{wk}\nwarps\n{', '.join(map(str, readers))}",
-                ha="center", va="center", fontsize=7)
+                ha="center", va="center", fontsize=8)
     for c in range(bn // wn):
         readers = [w for w in range(warps) if w % n["WARPS_N"] == c]
-        ax.text(cx + c * wn + wn / 2, wk / 2, f"B {wk}x{wn}\nwarps {', '.join(map(str, readers))}", ha="center",
-                va="center", fontsize=7)
+        ax.text(cx + c * wn + wn / 2, wk / 2, f"B {wk}x{wn}\nwarps\n{', '.join(map(str, readers))}", ha="center",
+                va="center", fontsize=8)
     # warp 0's two pieces, outlined
     _rect(ax, x0, cy, wk, wm, fc="none", ec=warp_colours[0], lw=lw)
     _rect(ax, cx, 0, wn, wk, fc="none", ec=warp_colours[0], lw=lw)
@@ -113,7 +113,7 @@ def fig_wmma_warp_tiles(ax=None):
             ha="left", va="bottom", fontsize=10, weight="bold")
     ax.text(x0, cy + bm + 4,
             f"per k step, each warp:\n  A {wm}x{wk} + B {wk}x{wn} = {per_warp // KIB} KiB\n"
-            f"  for 2 x {wm} x {wn} x {wk} = {flop:,} FLOP\n  = {flop / per_warp:.0f} FLOP per byte\n"
+            f"  for 2 x {wm} x {wn} x {wk}\n  = {flop:,} FLOP\n  = {flop / per_warp:.0f} FLOP per byte\n"
             f"the block asks for {warps * per_warp // KIB} KiB,\n"
             f"{distinct // KIB} KiB of it distinct: each\npiece is read by {bm // wm} warps,\n"
             f"and no warp keeps it",
@@ -124,7 +124,7 @@ def fig_wmma_warp_tiles(ax=None):
     wm, wn, wk = s["WM"], s["WN"], s["WK"]
     fm, fn = s["FRAG_M"], s["FRAG_N"]
     warps = s["THREADS"] // WARP
-    x0 = cx + n["BN"] + 30
+    x0 = cx + n["BN"] + 18        # room for the naive rung's heading; its text below is wrapped to fit
     cx, cy = x0 + bk + pad + gap, bk + gap
     _rect(ax, cx, 0, bn, bk, fc=B_COLOUR, ec="black", lw=0.8, alpha=0.35)                  # sB [BK, BN]
     _rect(ax, cx + bn, 0, pad, bk, fc="0.8", ec="0.5", lw=0.6, hatch="////")           # its padding
@@ -142,7 +142,7 @@ def fig_wmma_warp_tiles(ax=None):
             ax.plot([left, left + fn * wn], [top + i * wm] * 2, color="white", lw=0.8)
         for j in range(1, fn):
             ax.plot([left + j * wn] * 2, [top, top + fm * wm], color="white", lw=0.8)
-        ax.text(left + fn * wn / 2, top + fm * wm / 2, f"warp {w}: {fm * wm} x {fn * wn}\n= {fm} x {fn} "
+        ax.text(left + fn * wn / 2, top + fm * wm / 2, f"warp {w}: {fm * wm} x {fn * wn}\n= {fm} x {fn}\n"
                 f"fragments", ha="center", va="center", fontsize=8, color="white", weight="bold",
                 bbox=dict(fc=col, ec="none", alpha=0.95, pad=1.5))
     # warp 0 in its first kk step: FRAG_M A fragments and FRAG_N B fragments
@@ -159,13 +159,13 @@ def fig_wmma_warp_tiles(ax=None):
     ax.text(x0, -4, f"02_wmma_smem: block {bm} x {bn}, {warps} warps, k tile {bk}\n(two 16-deep steps, dashed), "
             f"operands staged in shared memory", ha="left", va="bottom", fontsize=10, weight="bold")
     ax.text(cx + bn + pad + 3, cy,
-            f"per k tile, the block copies\n  A {bm}x{bk} + B {bk}x{bn} = {tile_bytes // KIB} KiB from global\n"
-            f"  for 2 x {bm} x {bn} x {bk} = {tile_flop:,} FLOP\n  = {tile_flop / tile_bytes:.0f} FLOP per byte\n\n"
+            f"per k tile, the block copies\n  A {bm}x{bk} + B {bk}x{bn}\n  = {tile_bytes // KIB} KiB from global\n"
+            f"  for 2 x {bm} x {bn} x {bk}\n  = {tile_flop:,} FLOP\n  = {tile_flop / tile_bytes:.0f} FLOP per byte\n\n"
             f"per 16-deep step, warp 0 (outlined)\nreads {fm} A + {fn} B fragments\n"
             f"  = {step_bytes // KIB} KiB from shared memory\n  for {fm * fn} mma_sync = {step_flop:,} FLOP\n\n"
             f"shared tiles with padding:\n  {smem:,} B per block",
             ha="left", va="top", fontsize=8.5, linespacing=1.35)
-    ax.set_xlim(-2, cx + bn + pad + 62)
+    ax.set_xlim(-2, cx + bn + pad + 58)
     ax.set_ylim(cy + bm + 6, -22)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -187,7 +187,9 @@ def fig_wmma_intensity(ax=None):
     ceil = recorded_ceilings()
     rows = [(SIMT, "FP32 FFMA (CUDA cores)", FFMA_FLOP_PER_CLK, "tab:orange")] + \
            [(r, "BF16 HMMA (tensor cores)", TENSOR_FLOP_PER_CLK, "tab:green") for r in RUNGS]
-    ax = axes(ax, (11.0, 5.6))
+    import matplotlib.pyplot as plt
+    # constrained: the long tick labels stay inside the 9.2 in, so the image fits the column and nothing shrinks
+    ax = ax if ax is not None else plt.subplots(figsize=(9.2, 5.6), layout="constrained")[1]
     ys = [2.4, 1.0, 0.0]                  # the SIMT rung apart from the two tensor-core rungs
     labels = []
     for y, (rid, pipe, flop_clk, colour) in zip(ys, rows):
@@ -196,20 +198,21 @@ def fig_wmma_intensity(ax=None):
         ai = intensity(r)
         ax.barh(y, ai, height=0.5, color=colour, alpha=0.8)
         ax.text(ai * 1.06, y, f"{ai:.0f} FLOP/B", va="center", fontsize=9.5, weight="bold")
-        labels.append(f"{rid}\n{c[r.reuse[0]]} x {c[r.reuse[1]]} {r.dtype} tile\n{pipe}: at the datasheet peak\n"
+        labels.append(f"{rid}\n{c[r.reuse[0]]} x {c[r.reuse[1]]} {r.dtype} tile\n{pipe}:\nat the datasheet peak\n"
                       f"({flop_clk:,} FLOP/clk per SM) it needs\n{flop_clk / ai:.0f} B per clock per SM")
     # each pipe's balance lines span only the rows that use that pipe
     lines = [("ffma_peak", "l2_read", "tab:orange", ":", (1.95, 3.4)),
              ("ffma_peak", "hbm_copy", "tab:orange", "-", (1.95, 3.4)),
              ("hmma_peak", "l2_read", "tab:green", ":", (-0.45, 1.55)),
              ("hmma_peak", "hbm_copy", "tab:green", "-", (-0.45, 1.55))]
-    names = {"ffma_peak": "FFMA probe", "hmma_peak": "mma.sync probe", "hbm_copy": "HBM copy", "l2_read": "L2 read"}
+    names = {"ffma_peak": "FFMA probe", "hmma_peak": "mma.sync\nprobe",   # wrapped: its two lines stand close
+             "hbm_copy": "HBM copy", "l2_read": "L2 read"}
     for peak, bw, colour, ls, (lo, hi) in lines:
         if peak not in ceil or bw not in ceil:
             continue
         bal = ceil[peak].value / ceil[bw].value           # TFLOP/s / (TB/s) = FLOP per byte
         ax.vlines(bal, lo, hi, color=colour, ls=ls, lw=1.5)
-        ax.text(bal * 1.04, hi, f"{names[peak]} /\n{names[bw]}\n= {bal:.0f} FLOP/B", fontsize=7.5, color=colour,
+        ax.text(bal * 1.04, hi, f"{names[peak]} /\n{names[bw]}\n= {bal:.0f} FLOP/B", fontsize=8, color=colour,
                 va="top", ha="left")
     src = next(iter(ceil.values()))
     ax.set(xscale="log", xlim=(1, 1000), ylim=(-0.6, 3.45))
@@ -237,8 +240,8 @@ def _lanes(ax, x, y, regs, colour, w=3.2, h=1.0, label=""):
                                    alpha=0.55))
     ax.text(x + w / 2, y + h / 2, "?", ha="center", va="center", fontsize=20, color="0.25", weight="bold")
     ax.text(x + w / 2, y + h + 0.08, label, ha="center", va="bottom", fontsize=8)
-    ax.text(x, y - 0.06, "lane 0", ha="left", va="top", fontsize=6.5, color="0.35")
-    ax.text(x + w, y - 0.06, "lane 31", ha="right", va="top", fontsize=6.5, color="0.35")
+    ax.text(x, y - 0.06, "lane 0", ha="left", va="top", fontsize=8, color="0.35")
+    ax.text(x + w, y - 0.06, "lane 31", ha="right", va="top", fontsize=8, color="0.35")
 
 
 def _box(ax, x, y, w, h, text, fc="white", ec="0.3", fontsize=8.5, weight="normal"):
@@ -262,9 +265,11 @@ def fig_wmma_opaque(ax=None):
     el = _fragment_elements()
     per = _sass_per_call()
     regs = {"a": el["a"] * BF16 // 4, "b": el["b"] * BF16 // 4, "acc": el["acc"] * FP32 // 4}
-    ax = axes(ax, (13.0, 7.6))
+    import matplotlib.pyplot as plt
+    # constrained: the drawing takes the whole 9.2 in, so the image fits the column and nothing shrinks
+    ax = ax if ax is not None else plt.subplots(figsize=(9.2, 7.8), layout="constrained")[1]
     # columns: memory | fragments a, b | accumulator | memory
-    xm, xf, xc, xo = 0.0, 3.3, 7.9, 11.8
+    xm, xf, xc, xo = 0.0, 3.65, 7.9, 11.8   # xf: the load_matrix_sync arrows as long as their labels
     ya, yb = 4.3, 2.6
     _box(ax, xm, ya + 0.1, 1.7, 0.9, "A tile\n16 x 16 bf16\n512 B, row-major", fc="#d9f2f7")
     _box(ax, xm, yb + 0.1, 1.7, 0.9, "B tile\n16 x 16 bf16\n512 B, row-major", fc="#fde3c8")
@@ -279,7 +284,7 @@ def fig_wmma_opaque(ax=None):
     _arrow(ax, xm + 1.75, yb + 0.55, xf - 0.05, yb + 0.55, "load_matrix_sync")
     _arrow(ax, xf + 3.25, ya + 0.5, xc - 0.05, (ya + yb) / 2 + 0.75, "")
     _arrow(ax, xf + 3.25, yb + 0.5, xc - 0.05, (ya + yb) / 2 + 0.15, "")
-    ax.text(xf + 3.95, (ya + yb) / 2 + 0.45, "mma_sync", ha="center", va="center", fontsize=8.5,
+    ax.text((xf + 3.2 + xc) / 2, (ya + yb) / 2 + 0.45, "mma_sync", ha="center", va="center", fontsize=8.5,
             family="monospace", weight="bold")
     _arrow(ax, xc + 3.05, (ya + yb) / 2 + 0.5, xo - 0.05, (ya + yb) / 2 + 0.5, "")
     ax.text(xo + 0.75, (ya + yb) / 2 + 1.12, "store_matrix_sync", ha="center", va="bottom", fontsize=8.5,
@@ -291,10 +296,10 @@ def fig_wmma_opaque(ax=None):
     y1, y2, h = 0.9, -0.55, 1.0
     ax.text(-0.1, y1 + h + 0.12, "what rung 02_wmma_smem's SASS does per call (counted on this build):",
             fontsize=9.5, weight="bold", ha="left", va="bottom")
-    _box(ax, xm, y1, 3.1, h, f"load_matrix_sync(a): {per['ld']} x LD.E\n32-bit generic loads, 128 B per "
-              f"warp instr.\nload_matrix_sync(b): + {per['movm']} x MOVM.16.MT88\n(8 x 8 transposes in registers)",
+    _box(ax, xm, y1, 3.1, h, f"load_matrix_sync(a): {per['ld']} x LD.E\n32-bit generic loads,\n128 B per "
+              f"warp instr.\nload_matrix_sync(b):\n+ {per['movm']} x MOVM.16.MT88\n(8 x 8 transposes in registers)",
               fc="#fff4e0", fontsize=8)
-    _box(ax, xm + 3.4, y1, 3.0, h, f"mma_sync: {per['hmma']} x HMMA.16816.F32.BF16\n"
+    _box(ax, xm + 3.4, y1, 3.0, h, f"mma_sync:\n{per['hmma']} x HMMA.16816.F32.BF16\n"
               f"the hardware's m16n8k16,\none per 8 columns of C", fc="#fff4e0", fontsize=8)
     _box(ax, xm + 6.7, y1, 3.0, h, f"store_matrix_sync: {per['stg']} x STG.E.64\n"
               f"({el['acc']} fp32 per lane, 2 per store)", fc="#fff4e0", fontsize=8)

@@ -36,7 +36,7 @@ def fig_ldmatrix_lane_map(ax=None):
     explorer's ldmatrix model and asserted equal to mma.sync's own fragment layout."""
     from matplotlib.patches import Rectangle
 
-    ax = axes(ax, (13.5, 7.6))
+    ax = axes(ax, (11.8, 7.0))   # the drawing is about 9.3 in wide: the column, so no text is scaled down
     rows_of = _address_rows()                      # lane -> (row, column) of its row address
     frag_a = mma_fragment("A")[0]                       # [16 m, 16 k] owner lanes
     frag_b = mma_fragment("B")[0]                       # [16 k, 8 n] owner lanes
@@ -44,7 +44,7 @@ def fig_ldmatrix_lane_map(ax=None):
         (False, 0.0, "A block of one mma.sync: 16 rows (m) x 16 k, row-major in shared memory",
          "ldmatrix.x4", "rows: m 0-15", "columns: k 0-7 | k 8-15", ["a[i][0]", "a[i][1]", "a[i][2]", "a[i][3]"],
          "the A fragment a[i][0..3] of one m16 tile"),
-        (True, 25.0, "B block of two mma.sync: 16 k x 16 columns (n), row-major in shared memory",
+        (True, 23.0, "B block of two mma.sync: 16 k x 16 columns (n), row-major in shared memory",
          "ldmatrix.x4.trans", "rows: k 0-15", "columns: n 0-7 | n 8-15", ["b[j][0]", "b[j][1]", "b[j+1][0]",
                                                                           "b[j+1][1]"],
          "the B fragments b[j][0..1] and b[j+1][0..1] of two n8 tiles"),
@@ -64,13 +64,13 @@ def fig_ldmatrix_lane_map(ax=None):
         for (r, c), ln in np.ndenumerate(block):
             ax.add_patch(Rectangle((x0 + c, r), 1, 1, facecolor=QUADRANT_COLOURS[matrix_of[r, c]],
                                    edgecolor="white", lw=0.8))
-            ax.text(x0 + c + 0.5, r + 0.5, str(ln), ha="center", va="center", fontsize=7)
+            ax.text(x0 + c + 0.5, r + 0.5, str(ln), ha="center", va="center", fontsize=8)
         # row segments (16 bytes each) and the lane that addresses them
         for lane, (r, c) in enumerate(rows_of):
             ax.add_patch(Rectangle((x0 + c, r), 8, 1, fill=False, edgecolor="0.25", lw=0.9))
             left = c == 0
             ax.text(x0 + (-0.25 if left else 16.25), r + 0.5, f"lane {lane}", ha="right" if left else "left",
-                    va="center", fontsize=7, color="tab:red")
+                    va="center", fontsize=8, color="tab:red")
         ax.plot([x0 + 8, x0 + 8], [0, 16], color="black", lw=1.8)
         ax.plot([x0, x0 + 16], [8, 8], color="black", lw=1.8)
         ax.add_patch(Rectangle((x0, 0), 16, 16, fill=False, edgecolor="black", lw=1.8))
@@ -79,12 +79,12 @@ def fig_ldmatrix_lane_map(ax=None):
             r0, c0 = rows_of[8 * m]
             y = -0.45 if r0 == 0 else 16.45
             ax.text(x0 + c0 + 4, y, f"matrix {m} (lanes {8 * m}-{8 * m + 7})\nr[{m}] -> {regs[m]}",
-                    ha="center", va="bottom" if r0 == 0 else "top", fontsize=7.5)
+                    ha="center", va="bottom" if r0 == 0 else "top", fontsize=8)
         ax.text(x0 + 8, -2.6, f"{instr}: {title.split(':')[0]}", ha="center", va="bottom", fontsize=9.5,
                 fontweight="bold")
-        ax.text(x0 + 8, 19.2, f"{ylab};  {xlab}\nthe four registers become {dest}", ha="center", va="top",
+        ax.text(x0 + 8, 19.2, f"{ylab};  {xlab}\nthe four registers become\n{dest}", ha="center", va="top",
                 fontsize=8)
-    ax.set_xlim(-3.2, 25 + 16 + 3.2)
+    ax.set_xlim(-2.6, 23 + 16 + 2.6)     # room for the red lane labels, and no more
     ax.set_ylim(20.6, -3.6)
     ax.set_aspect("equal")
     ax.set_xticks([])
@@ -135,20 +135,20 @@ def fig_warp_mma_tiling(ax=None):
         y = y0 + i * MMA_M
         ax.add_patch(Rectangle((x0 - ka - 2, y), ka, MMA_M, facecolor="#c6dbef", edgecolor="black", lw=1.0))
         ax.text(x0 - ka / 2 - 2, y + MMA_M / 2, f"ldmatrix\n.x4\n-> a[{i}]", ha="center", va="center",
-                fontsize=7.5)
+                fontsize=8)
     for jj in range(ldsm_b):
         x = x0 + jj * 2 * MMA_N
         ax.add_patch(Rectangle((x, y0 - ka - 2), 2 * MMA_N, ka, facecolor="#c7e9c0", edgecolor="black",
                                lw=1.0))
         ax.plot([x + MMA_N] * 2, [y0 - ka - 2, y0 - 2], color="0.4", lw=0.8, ls="--")
         ax.text(x + MMA_N, y0 - ka / 2 - 2, f"ldmatrix\n.x4.trans\n-> b[{2 * jj}], b[{2 * jj + 1}]",
-                ha="center", va="center", fontsize=7.5)
+                ha="center", va="center", fontsize=8)
     for i in range(mma_m):
         for j in range(mma_n):
             x, y = x0 + j * MMA_N, y0 + i * MMA_M
             ax.add_patch(Rectangle((x, y), MMA_N, MMA_M, facecolor="#fdd0a2", edgecolor="black", lw=1.0))
             ax.text(x + MMA_N / 2, y + MMA_M / 2, f"mma\n({i},{j})\n#{i * mma_n + j}", ha="center",
-                    va="center", fontsize=7)
+                    va="center", fontsize=8)
     ax.text(x0 - ka / 2 - 2, y0 - 2.5, f"A strip\n{wm} x {ka}", ha="center", va="bottom", fontsize=8)
     ax.text(x0 + wn + 1.0, y0 - ka / 2 - 2, f"B strip\n{ka} x {wn}", ha="left", va="center", fontsize=8)
     ax.text(x0 + wn + 1.0, y0 + wm / 2, f"warp 0's C tile\n{wm} x {wn} fp32\n= {mma_m} x {mma_n} tiles\n"
@@ -200,7 +200,7 @@ def fig_ldmatrix_bank_heat(ax=None):
 
     c = _consts()
     tiles = {"A": (c["BM"], c["BK"]), "B": (c["BK"], c["BN"])}
-    ax = axes(ax, (13.0, 5.4))
+    ax = axes(ax, (9.3, 5.4))   # wrapped labels leave the banks room inside the 9.4 in column
     grid, labels, fronts_all = [], [], []
     per_x4 = {}
     for operand in ("A", "B"):
@@ -218,7 +218,7 @@ def fig_ldmatrix_bank_heat(ax=None):
             grid.append(load[p])
             r0, c0 = addrs[8 * p] // (cols * BF16), addrs[8 * p] % (cols * BF16) // BF16
             what = f"rows {r0}-{r0 + 7}, k {c0}-{c0 + 7}" if operand == "A" else f"k {r0}-{r0 + 7}, n {c0}-{c0 + 7}"
-            labels.append(f"{operand} phase {p}: lanes {8 * p}-{8 * p + 7}, {what}")
+            labels.append(f"{operand} phase {p}: lanes {8 * p}-{8 * p + 7},\n{what}")
             fronts_all.append(fronts[p])
     grid = np.array(grid, float)
     cmap = plt.get_cmap("YlOrRd").with_extremes(bad="0.94")  # an idle bank
@@ -228,11 +228,11 @@ def fig_ldmatrix_bank_heat(ax=None):
     ax.axhspan(gap - 0.5, gap + 0.5, color="white", zorder=2)
     for (r, b), v in np.ndenumerate(grid):
         if not np.isnan(v):
-            ax.text(b, r, f"{int(v)}" if v else "", ha="center", va="center", fontsize=7.5,
+            ax.text(b, r, f"{int(v)}" if v else "", ha="center", va="center", fontsize=8,
                     color="white" if v >= 6 else "black")
     for r, f in enumerate(fronts_all):
         if f is not None:
-            ax.text(SMEM_BANKS - 0.2, r, f"  {f} wavefronts, {SMEM_BANKS - int((grid[r] > 0).sum())} banks idle",
+            ax.text(SMEM_BANKS - 0.2, r, f"  {f} wavefronts,\n  {SMEM_BANKS - int((grid[r] > 0).sum())} banks idle",
                     ha="left", va="center", fontsize=8.5)
     ax.set_yticks(range(len(labels)), labels, fontsize=8.5)
     ax.set_xticks(range(0, SMEM_BANKS, 4), [f"{b}" for b in range(0, SMEM_BANKS, 4)], fontsize=8)
@@ -240,7 +240,7 @@ def fig_ldmatrix_bank_heat(ax=None):
     ax.tick_params(length=0)
     for b in range(0, SMEM_BANKS + 1, 4):
         ax.axvline(b - 0.5, color="0.6", lw=0.6)
-    cb = plt.colorbar(im, ax=ax, fraction=0.02, pad=0.2)
+    cb = plt.colorbar(im, ax=ax, fraction=0.02, pad=0.16)   # pad: clear of the wavefront notes
     cb.set_label("different rows on this bank", fontsize=8.5)
 
     warps = c["THREADS"] // 32
@@ -250,7 +250,7 @@ def fig_ldmatrix_bank_heat(ax=None):
     ideal = (n_a + n_b) * 4
     ra, rb = c["BK"] * BF16, c["BN"] * BF16
     ax.set_title(f"Rung 03, unswizzled: every phase of one ldmatrix.x4 on the {SMEM_BANKS} banks. A rows are {ra} B "
-                 f"apart, B rows {rb} B\nper k tile the block issues {n_a} x4 of A and {n_b} x4.trans of B: "
+                 f"apart, B rows {rb} B\nper k tile the block issues {n_a} x4 of A and {n_b} x4.trans of B:\n"
                  f"{n_a} x {per_x4['A']} + {n_b} x {per_x4['B']} = {total:,} wavefronts where {ideal} would do "
                  f"({total / ideal:.2f}x)", fontsize=10)
     return ax

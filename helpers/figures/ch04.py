@@ -30,7 +30,7 @@ def fig_phase_on_banks(ax=None, phase: int = 0):
     # drawn bottom-up, so they read top-down: B row-major, B swizzled, A row-major, A swizzled
     cases = [("A", "swizzled"), ("A", "row-major"), ("B", "swizzled"), ("B", "row-major")]
     colours = plt.get_cmap("tab10").colors
-    ax = axes(ax, (11.0, 9.6))
+    ax = axes(ax, (11.7, 9.6))        # wider blocks for the 8 pt labels; tight width stays under 948 px
     y = 0.0
     gap = 2.6
     for operand, layout in cases:
@@ -55,7 +55,7 @@ def fig_phase_on_banks(ax=None, phase: int = 0):
             ax.add_patch(Rectangle((bank + 0.06, yy), 3.88, 0.7, facecolor=colours[i], alpha=0.8,
                                    edgecolor="white"))
             lum = 0.299 * colours[i][0] + 0.587 * colours[i][1] + 0.114 * colours[i][2]
-            ax.text(bank + 2, yy + 0.35, f"row {r}: byte {a}", ha="center", va="center", fontsize=7.5,
+            ax.text(bank + 2, yy + 0.35, f"row {r}: byte {a}", ha="center", va="center", fontsize=8,
                     color="black" if lum > 0.5 else "white")
         top = y + 1.0 + max(height.values()) * 0.78
         row_bytes = cols * BF16
@@ -102,7 +102,7 @@ def fig_swizzle_permutation(ax=None):
     from matplotlib.patches import Patch
 
     colours = plt.get_cmap("Set2").colors                  # 8 colours, one per slot
-    ax = axes(ax, (12.4, 6.6))
+    ax = axes(ax, (11.0, 6.6))       # tight width under the 948 px column
     x0 = 0.0
     for operand in ("A", "B"):
         rows, cols = tiles[operand]

@@ -56,7 +56,7 @@ def fig_cp_async_ring_timeline(ax=None, tiles: int = 8, copy_time: float = 3.0):
     spans = [max(e for _, e in _ring_events(c["STAGES"], tiles, copy_time)[1].values()) for _, c in rungs]
     xmax = max(spans) + 0.6
     rows = sum(c["STAGES"] + 2 for _, c in rungs) + 1.6 * len(rungs)
-    ax = axes(ax, (12.0, 0.42 * rows + 1.6))
+    ax = axes(ax, (10.2, 0.42 * rows + 1.6))    # tight width under the 948 px column
     h = 0.62
     y, ticks, labels = 0.0, [], []
     for (name, c), span in zip(rungs, spans):
@@ -79,7 +79,7 @@ def fig_cp_async_ring_timeline(ax=None, tiles: int = 8, copy_time: float = 3.0):
         ax.step(times + [xmax], ys + [ys[-1]], where="post", color="black", lw=1.4)
         ax.axhline(level(n), color=STALL, ls=":", lw=1.1)
         for p in range(S):
-            ax.text(xmax + 0.1, level(p), str(p), ha="left", va="center", fontsize=7,
+            ax.text(xmax + 0.1, level(p), str(p), ha="left", va="center", fontsize=8,
                     color=STALL if p == n else "dimgray", clip_on=False)
         for t in range(tiles):
             ax.plot([math[t][0]], [level(n)], "v", color=STALL, ms=5)
@@ -93,7 +93,7 @@ def fig_cp_async_ring_timeline(ax=None, tiles: int = 8, copy_time: float = 3.0):
             if s - prev > 1e-9:
                 ax.barh(yw, s - prev, left=prev, height=h, color=STALL, alpha=0.35, hatch="//", edgecolor=STALL)
             ax.barh(yw, e - s, left=s, height=h, color=READ, edgecolor="white")
-            ax.text((s + e) / 2, yw, str(t), ha="center", va="center", fontsize=7.5, color="white")
+            ax.text((s + e) / 2, yw, str(t), ha="center", va="center", fontsize=8, color="white")
             ax.plot([s, s], [level(n), yw + h / 2], color="0.55", lw=0.6, ls="--")
             prev = e
         ticks.append(yw)
@@ -105,7 +105,7 @@ def fig_cp_async_ring_timeline(ax=None, tiles: int = 8, copy_time: float = 3.0):
                 i0, i1 = copy[t]
                 m0, m1 = math[t]
                 ax.barh(ys_, i1 - i0, left=i0, height=h, color=FILL, edgecolor="white")
-                ax.text((i0 + i1) / 2, ys_, f"copy {t}", ha="center", va="center", fontsize=7, color="white")
+                ax.text((i0 + i1) / 2, ys_, f"copy {t}", ha="center", va="center", fontsize=8, color="white")
                 if m0 - i1 > 1e-9:
                     ax.barh(ys_, m0 - i1, left=i1, height=h, color=LANDED, edgecolor="white")
                 ax.barh(ys_, m1 - m0, left=m0, height=h, color=READ, edgecolor="white")
@@ -115,14 +115,14 @@ def fig_cp_async_ring_timeline(ax=None, tiles: int = 8, copy_time: float = 3.0):
     ax.set_yticks(ticks, labels, fontsize=8)
     ax.set_xlim(0, xmax)
     ax.set_ylim(y - 1.4, -1.7)
-    ax.set_xlabel(f"time, in units of one tile's math (a model: each copy takes {copy_time:g} units to land; "
+    ax.set_xlabel(f"time, in units of one tile's math (a model: each copy takes {copy_time:g} units to land;\n"
                   "dashed: wait_group returns and the barrier lets the warps start tile t)", fontsize=9)
     ax.legend(handles=[Patch(color=FILL, label="cp.async in flight"), Patch(color=LANDED, label="landed, not yet read"),
                        Patch(color=READ, label="read by ldmatrix + mma.sync"),
                        Patch(facecolor=STALL, alpha=0.35, hatch="//", edgecolor=STALL,
                              label="warps stalled in wait_group"),
                        Line2D([], [], color="black", label="groups pending (step)")],
-              fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.09), frameon=False)
+              fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
@@ -145,14 +145,14 @@ def fig_cp_async_littles_law(ax=None, max_latency: int = 4000):
     c, regs = _ring_rung("05_cp_async")
     st = _ring_tile(c)
     rate = TENSOR_FLOP_PER_CLK / st["intensity"]                  # bytes per clock per SM at the peak
-    ax = axes(ax, (11.0, 5.2))
+    ax = axes(ax, (8.6, 5.6))        # tight width under the 948 px column
     xs = [0, max_latency]
     ax.plot(xs, [rate * x / KIB for x in xs], color="black", lw=2)
     stages_max = _deepest_ring(c, regs)
     ymax = (stages_max + 0.6) * 2 * st["bytes"] / KIB
     ax.axvspan(300, 1000, color="0.92", zorder=0)
     ax.text(650, ymax * 0.97, "a few hundred to ~1,000 clk:\nL2 hit to HBM trip\n(order of magnitude,\n"
-            "not measured here)", ha="center", va="top", fontsize=7.5, color="dimgray")
+            "not measured here)", ha="center", va="top", fontsize=8, color="dimgray")
     for S in range(2, stages_max + 1):
         blocks = _ring_blocks(c, regs, S)
         tile_clk = blocks * st["flop"] / TENSOR_FLOP_PER_CLK       # the blocks share the SM's tensor cores
@@ -164,19 +164,19 @@ def fig_cp_async_littles_law(ax=None, max_latency: int = 4000):
         ax.plot([cover], [flight], "o", color=colour, ms=7 if rung else 5)
         label = f"STAGES = {S}: {blocks} x {S - 1} x {st['bytes'] // KIB} KiB = {flight:.0f} KiB"
         label += f" -> covers {cover:,.0f} clk" + (f"  ({rung})" if rung else "")
-        ax.text(cover + 60, flight, label, va="center", fontsize=8.5 if rung else 7.5,
+        ax.text(cover + 60, flight, label, va="center", fontsize=8.5 if rung else 8,
                 weight="bold" if rung else "normal", color="black" if rung else "dimgray")
     ax.set(xlim=(0, max_latency), ylim=(0, ymax),
            ylabel="KiB in flight per SM")
     tile_clk = st["flop"] / TENSOR_FLOP_PER_CLK
     blocks = _ring_blocks(c, regs)
     ax.set_title(f"Little's law per SM: block tile {c['BM']} x {c['BN']} x {c['BK']} = {st['intensity']:.0f} FLOP "
-                 f"per byte; one tile = {st['flop']:,} FLOP = {tile_clk:.0f} clk of the SM's tensor peak "
+                 f"per byte;\none tile = {st['flop']:,} FLOP = {tile_clk:.0f} clk of the SM's tensor peak "
                  f"({TENSOR_FLOP_PER_CLK} FLOP/clk),\n{blocks} blocks share the SM: "
                  f"{blocks * tile_clk:.0f} clk per tile per block", fontsize=10)
     whole = rate * SMS * TENSOR_BOOST_HZ / 1e12
     ax.set_xlabel(f"latency a copy must be hidden behind (SM clocks)\n"
-                  f"black line: KiB that must be in flight at the tensor peak, {rate:.0f} B/clk x latency; "
+                  f"black line: KiB that must be in flight at the tensor peak, {rate:.0f} B/clk x latency;\n"
                   f"on every SM at once that is {rate:.0f} B/clk x {SMS} SMs x {TENSOR_BOOST_HZ / 1e9:.2f} GHz "
                   f"= {whole:.1f} TB/s from L2\nSTAGES = {stages_max + 1} would leave room for only "
                   f"{_ring_blocks(c, regs, stages_max + 1)} block in {SMEM_PER_SM // KIB} KiB of shared memory",
@@ -203,7 +203,7 @@ def fig_cp_async_register_file(ax=None, exercise=(168, 256)):
             (f"exercise 2\n{exercise[0]} registers x {exercise[1]} threads", exercise[0], exercise[1], 0, None),
             (f"what 4 warps per scheduler\nwould allow ({c5['THREADS']}-thread blocks)", quarter, c5["THREADS"],
              acc5, 4)]
-    ax = axes(ax, (12.0, 4.6))
+    ax = axes(ax, (8.0, 4.6))       # notes wrapped to 3 lines so the tight width fits the 948 px column
     colours = ["tab:blue", "tab:green", "tab:purple", "tab:olive"]
     for y, (label, regs, threads, acc, force) in enumerate(rows):
         fit = blocks_per_sm(regs, threads)
@@ -224,17 +224,17 @@ def fig_cp_async_register_file(ax=None, exercise=(168, 256)):
         total = blocks * warps
         text = (f"{alloc} x {threads} threads = {alloc * threads:,} registers per block\n-> {blocks} "
                 f"block{'s' if blocks > 1 else ''} of {warps} warps = {total} warps, {total / SCHEDULERS:g} per "
-                f"scheduler (limited by {fit['limited_by']})")
+                f"scheduler\n(limited by {fit['limited_by']})")
         if force:
             text = (f"{REGISTER_FILE:,} / ({blocks} x {threads}) = {regs} per thread,\nall of them taken by the {acc} "
-                    f"accumulators of a {c5['WM']} x {c5['WN']} warp tile")
+                    f"accumulators\nof a {c5['WM']} x {c5['WN']} warp tile")
         ax.text(REGISTER_FILE + 800, y, text, va="center", fontsize=8)
     ax.axvline(REGISTER_FILE, color="black", lw=1.2)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8.5)
     ax.set_xticks(range(0, REGISTER_FILE + 1, 8192), [f"{v:,}" for v in range(0, REGISTER_FILE + 1, 8192)],
                   fontsize=8)
-    ax.set(xlim=(0, REGISTER_FILE * 1.75), ylim=(len(rows) - 0.5, -0.6))
-    ax.set_xlabel(f"32-bit registers of one SM ({REGISTER_FILE:,}); one segment = one warp's allocation "
+    ax.set(xlim=(0, REGISTER_FILE * 1.5), ylim=(len(rows) - 0.5, -0.6))
+    ax.set_xlabel(f"32-bit registers of one SM ({REGISTER_FILE:,}); one segment = one warp's allocation\n"
                   f"(rounded up to 8 per thread); {MAX_WARPS_PER_SM} warps at most, {SCHEDULERS} schedulers",
                   fontsize=9)
     ax.legend(handles=[Patch(facecolor="white", edgecolor="black", hatch="////", label="FP32 accumulators"),

@@ -187,7 +187,7 @@ def fig_wgmma_timeline(ax=None):
         y = rows[row] + (h / 2 + 0.02 if up else -h / 2 - 0.02)
         ax.plot([t, t], [rows[row] - h / 2, rows[row] + h / 2], color="black", lw=1.6)
         if t - last.get((row, up), -10.0) > 2.5:           # skip a label that would collide with the previous one
-            ax.text(t, y, text, ha="center", va="bottom" if up else "top", fontsize=7.5)
+            ax.text(t, y, text, ha="center", va="bottom" if up else "top", fontsize=8)
             last[(row, up)] = t
 
     # This rung: every k-tile drains the tensor pipe (wait_group 0) before the next tile can start.
@@ -237,12 +237,12 @@ def fig_wgmma_timeline(ax=None):
                   fontsize=9)
     ax.text(0, rows["06 warps"] + 0.72, "this rung: wait_group 0 after every k-tile, so the tensor cores idle "
             "while the warps sync and copy", fontsize=9, fontweight="bold", va="center")
-    ax.text(0, rows["wait 1 warps"] + 0.72, "chapter 08: a producer loads the ring; wait_group 1 leaves one group "
-            "in flight, so the next group queues behind it", fontsize=9, fontweight="bold", va="center")
+    ax.text(0, rows["wait 1 warps"] + 0.8, "chapter 08: a producer loads the ring; wait_group 1 leaves one group "
+            "in flight,\nso the next group queues behind it", fontsize=9, fontweight="bold", va="center")
     ax.set_xlim(0, end06 + 0.5)
     ax.set_ylim(-0.35, 4.2)
     ax.set_xticks([])
-    ax.set_xlabel(f"time (schematic, not measured); {n_mma} wgmma per warpgroup per k-tile (BK/16 = {c['BK'] // 16}"
+    ax.set_xlabel(f"time (schematic, not measured); {n_mma} wgmma per warpgroup per k-tile\n(BK/16 = {c['BK'] // 16}"
                   f" steps x {c['N_MMAS']} of m64n{c['WGMMA_N']}k16); box label = k-tile.wgmma", fontsize=9)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
@@ -251,6 +251,6 @@ def fig_wgmma_timeline(ax=None):
                        Patch(color=colours["issue"], label="issue wgmma"),
                        Patch(facecolor=colours["wait"], hatch="//", label="wgmma.wait_group"),
                        Patch(color=colours["tc"], label="tensor cores busy")],
-              fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
+              fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.17), frameon=False)
     ax.set_title("One warpgroup's k-loop: fence, wgmma issued back to back, commit_group, wait_group", fontsize=11)
     return ax

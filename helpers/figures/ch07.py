@@ -103,7 +103,7 @@ def fig_mbarrier_phase(ax=None, error: int = 1024):
     lo = total - 4 * error
     zoom.set_xlim(lo, total + 4.6 * error)
     zoom.set_ylim(-2.2 * error, 4.2 * error)
-    zoom.tick_params(labelsize=7.5)
+    zoom.tick_params(labelsize=8)
     zoom.set_title(f"the last {4 * error:,} bytes, magnified", fontsize=8.5)
     for colour, x_zero, p in ends:
         if x_zero is None:

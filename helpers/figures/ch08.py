@@ -34,7 +34,7 @@ def fig_ring(ax=None, kt: int = 9):
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
     c = _consts("08_warp_specialized")
     S, cons, tx = c["STAGES"], c["CONSUMERS"], c["TX_BYTES"]
-    ax = axes(ax, (14.0, 5.6))
+    ax = axes(ax, (12.0, 5.1))   # equal aspect: the height sets the drawing's width, about 9.3 in
     label_box = dict(fc="white", ec="none", alpha=0.9, pad=1.0)
 
     def box(x, y, w, h, text, colour, fs=9, alpha=0.18, weight="normal"):
@@ -53,33 +53,34 @@ def fig_ring(ax=None, kt: int = 9):
         ax.text(x, y, text, fontsize=8, color=colour, ha=ha, va="center", bbox=label_box)
 
     # --- left: one slot and its two barriers ------------------------------------------------------------------
-    box(1.9, 6.3, 4.2, 1.0, "producer warpgroup\n(one thread issues every copy)", PRODUCER, weight="bold")
-    box(1.9, -0.2, 4.2, 1.0, f"{cons} consumer warpgroups\n({128 * cons} threads, wgmma only)", CONSUMER,
+    # Boxes sized for their 8-9 pt text at the width the book shows the figure (about 0.44 in per unit).
+    box(1.4, 6.3, 5.2, 1.0, "producer warpgroup\n(one thread issues every copy)", PRODUCER, weight="bold")
+    box(1.4, -0.2, 5.2, 1.0, f"{cons} consumer warpgroups\n({128 * cons} threads, wgmma only)", CONSUMER,
         weight="bold")
     box(3.0, 2.6, 2.0, 2.0, f"slot s\nA [{c['BM']}, {c['BK']}]\nB [{c['BN']}, {c['BK']}]\n{tx // KIB} KiB", "gray",
         fs=8)
-    box(6.5, 3.05, 1.5, 1.1, f"full[s]\ninit count 1\n+ {tx:,} B", FULL, fs=8)
-    box(0.0, 3.05, 1.5, 1.1, f"empty[s]\ninit count {cons}", EMPTY, fs=8)
-    arrow((2.4, 6.3), (0.75, 4.2), EMPTY, dashed=True, rad=0.2)
-    label(0.7, 5.55, "1. wait empty[s]\nparity (lap & 1) ^ 1", EMPTY)
-    arrow((5.6, 6.3), (7.25, 4.2), FULL, rad=-0.2)
+    box(6.5, 3.05, 1.8, 1.1, f"full[s]\ninit count 1\n+ {tx:,} B", FULL, fs=8)
+    box(-0.3, 3.05, 1.8, 1.1, f"empty[s]\ninit count {cons}", EMPTY, fs=8)
+    arrow((2.4, 6.3), (0.6, 4.2), EMPTY, dashed=True, rad=0.2)
+    label(0.45, 5.55, "1. wait empty[s]\nparity (lap & 1) ^ 1", EMPTY)
+    arrow((5.6, 6.3), (7.4, 4.2), FULL, rad=-0.2)
     label(7.45, 5.55, f"2. arrive.expect_tx\n({tx:,} B): 1 arrival", FULL)
     arrow((4.0, 6.3), (4.0, 4.65), "gray")
     label(4.0, 5.45, f"3. two TMA boxes, {tx // 2 // KIB} KiB each", "dimgray")
     arrow((5.0, 3.6), (6.5, 3.6), FULL)
-    label(5.75, 3.25, "bytes land", FULL)
-    arrow((5.6, 0.8), (7.25, 3.0), FULL, dashed=True, rad=0.2)
+    label(5.75, 3.1, "bytes\nland", FULL)
+    arrow((5.6, 0.8), (7.4, 3.0), FULL, dashed=True, rad=0.2)
     label(7.45, 1.65, "4. every consumer thread\nwaits full[s], parity lap & 1", FULL)
     arrow((4.0, 2.6), (4.0, 0.85), "gray")
     label(4.0, 1.7, "5. wgmma reads the slot", "dimgray")
-    arrow((2.4, 0.8), (0.75, 3.0), EMPTY, rad=-0.2)
-    label(0.55, 1.65, "6. after wait_group,\nthread 0 of each\nconsumer arrives", EMPTY)
+    arrow((2.4, 0.8), (0.6, 3.0), EMPTY, rad=-0.2)
+    label(0.45, 1.65, "6. after wait_group,\nthread 0 of each\nconsumer arrives", EMPTY)
     ax.text(4.0, -0.75, "solid: arrives or writes    dashed: waits", ha="center", fontsize=8, color="dimgray")
 
     # --- right: the ring just after the consumers issued tile kt ----------------------------------------------
     x0, w, gap = 9.6, 1.3, 0.15
     mid = x0 + S * (w + gap) / 2
-    ax.text(mid, 7.1, f"the ring of {S} slots just after the consumers issued tile {kt}", ha="center",
+    ax.text(mid, 7.5, f"the ring of {S} slots just after the consumers issued tile {kt}", ha="center",
             fontsize=10, weight="bold")
     # In the ring: tile kt - 1 (its wgmma group still running), tile kt (queued behind it), and the producer's
     # tiles up to kt - 1 + STAGES - 1: it may not refill slot (kt - 1) % S before tile kt - 1 is released.
@@ -91,20 +92,20 @@ def fig_ring(ax=None, kt: int = 9):
         elif t == kt:
             colour, state = CONSUMER, "wgmma\nqueued"
         else:
-            colour, state = PRODUCER, "copy in flight\nor landed"
+            colour, state = PRODUCER, "copy in\nflight or\nlanded"
         x = x0 + s * (w + gap)
         box(x, 2.4, w, 2.1, f"slot {s}\n\ntile {t}\nlap {t // S}", colour, fs=8.5, alpha=0.22)
-        ax.text(x + w / 2, 2.2, state, ha="center", va="top", fontsize=7.5)
-        ax.text(x + w / 2, 4.75, f"full parity {(t // S) & 1}", ha="center", fontsize=7.5, color="dimgray")
+        ax.text(x + w / 2, 2.2, state, ha="center", va="top", fontsize=8)
+        ax.text(x + w / 2, 4.75, f"full\nparity {(t // S) & 1}", ha="center", fontsize=8, color="dimgray")
     nxt = kt - 1 + S
     xs = x0 + ((kt - 1) % S) * (w + gap) + w / 2
-    arrow((xs, 6.1), (xs, 5.05), EMPTY, dashed=True)
-    ax.text(xs - 0.4, 6.35, f"the producer waits on empty[{(kt - 1) % S}] (parity {((nxt // S) & 1) ^ 1}) to load "
+    arrow((xs, 6.5), (xs, 5.45), EMPTY, dashed=True)
+    ax.text(xs - 0.4, 6.75, f"the producer waits on empty[{(kt - 1) % S}] (parity {((nxt // S) & 1) ^ 1}) to load "
             f"tile {nxt} there", fontsize=8.5, color=EMPTY, ha="left")
-    ax.text(mid, 0.3, f"once tile {kt - 1} is released the producer may run {_in_flight(c)} tiles ahead of the "
+    ax.text(mid, 1.1, f"once tile {kt - 1} is released the producer may run\n{_in_flight(c)} tiles ahead of the "
             f"running group:\n{_in_flight(c)} x {tx // KIB} KiB = {_in_flight(c) * tx // KIB} KiB in flight",
-            ha="center", fontsize=9)
-    ax.set(xlim=(-0.4, x0 + S * (w + gap) + 0.1), ylim=(-1.0, 7.5))
+            ha="center", va="top", fontsize=9)
+    ax.set(xlim=(-0.7, x0 + S * (w + gap) + 0.1), ylim=(-1.0, 7.9))
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
@@ -118,7 +119,7 @@ def fig_parities(ax=None, laps: int = 3):
     c = _consts("08_warp_specialized")
     S = c["STAGES"]
     steps = ring_parities(S, laps * S)
-    ax = axes(ax, (12.0, 3.9))
+    ax = axes(ax, (9.3, 4.2))
     kts = [r["it"] for r in steps] + [laps * S]
     lanes = [("consumers wait on full[s]\nparity lap & 1", [r["consumer_waits_full"] for r in steps], FULL),
              ("producer waits on empty[s]\nparity (lap & 1) ^ 1", [r["producer_waits_empty"] for r in steps], EMPTY)]
@@ -129,8 +130,8 @@ def fig_parities(ax=None, laps: int = 3):
         ax.text(laps * S + 0.3, base, "0", va="center", fontsize=8, color="dimgray")
         ax.text(laps * S + 0.3, base + 1.1, "1", va="center", fontsize=8, color="dimgray")
     ax.axvspan(0, S, ymin=0, ymax=1.5 / 5.2, color=EMPTY, alpha=0.08, lw=0)
-    ax.text(S / 2, 0.5, "passes at once: a fresh empty[s] is in phase 0,\nso the odd phase before it counts as complete",
-            ha="center", va="center", fontsize=7.5, color=EMPTY)
+    ax.text(S / 2, 0.5, "passes at once: a fresh empty[s]\nis in phase 0, so the odd phase\nbefore it counts as complete",
+            ha="center", va="center", fontsize=8, color=EMPTY)
     for lap in range(laps):
         lo = lap * S
         if lap % 2:
@@ -138,10 +139,10 @@ def fig_parities(ax=None, laps: int = 3):
         wanted = ("empty phase -1: nothing to wait for" if lap == 0
                   else f"empty phase {lap - 1}: tile kt - {S} released")
         ax.text(lo + S / 2, 4.65, f"lap {lap}: tiles {lo}-{lo + S - 1}", ha="center", fontsize=9, weight="bold")
-        ax.text(lo + S / 2, 4.2, f"full phase {lap}: tile kt landed", ha="center", fontsize=7.5, color=FULL)
-        ax.text(lo + S / 2, 3.8, wanted, ha="center", fontsize=7.5, color=EMPTY)
+        ax.text(lo + S / 2, 4.2, f"full phase {lap}: tile kt landed", ha="center", fontsize=8, color=FULL)
+        ax.text(lo + S / 2, 3.8, wanted, ha="center", fontsize=8, color=EMPTY)
     ax.set_xticks([k + 0.5 for k in range(laps * S)])
-    ax.set_xticklabels([f"{r['it']}\ns{r['slot']}" for r in steps], fontsize=7)
+    ax.set_xticklabels([f"{r['it']}\ns{r['slot']}" for r in steps], fontsize=8)
     ax.set_xlabel(f"k tile kt and its slot kt % {S}   (lap = kt / {S}; the producer names the phase before the "
                   f"consumers' one)", fontsize=9)
     ax.set(xlim=(0, laps * S + 0.9), ylim=(-0.4, 4.8), yticks=[])
@@ -157,7 +158,7 @@ def fig_ring_bytes(ax=None):
     the rest can be in flight."""
     c8, c7 = _consts("08_warp_specialized"), _consts("07_tma")
     budget = c8["SMEM_BUDGET"]
-    ax = axes(ax, (11.0, 3.4))
+    ax = axes(ax, (9.6, 3.4))
     rows = [("07_tma", c7), ("08_warp_specialized", c8)]
     for y, (name, c) in enumerate(rows):
         a, b = c["A_TILE"] * 2 / KIB, c["B_TILE"] * 2 / KIB
@@ -166,7 +167,7 @@ def fig_ring_bytes(ax=None):
             hatch = "//" if s == 0 else None
             ax.barh(y, a, left=left, color=A_COLOUR, edgecolor="white", hatch=hatch, height=0.55)
             ax.barh(y, b, left=left + a, color=B_COLOUR, edgecolor="white", hatch=hatch, height=0.55)
-            ax.text(left + (a + b) / 2, y - 0.36, f"s{s}", ha="center", fontsize=7, color="dimgray")
+            ax.text(left + (a + b) / 2, y - 0.36, f"s{s}", ha="center", fontsize=8, color="dimgray")
             left += a + b
         ax.barh(y, 1.0, left=left, color="0.6", edgecolor="white", height=0.55)
         st = _stage(c)
@@ -187,7 +188,7 @@ def fig_ring_bytes(ax=None):
     ax.legend(handles=[Patch(color=A_COLOUR, label="A box"), Patch(color=B_COLOUR, label="B box"),
                        Patch(facecolor="white", edgecolor="dimgray", hatch="//", label="slot being read"),
                        Patch(color="0.6", label="1 KiB alignment pad")],
-              fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.22), ncol=4, frameon=False)
+              fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.22), ncol=4, frameon=False)
     for side in ("right", "top"):
         ax.spines[side].set_visible(False)
     return ax
@@ -197,7 +198,7 @@ def fig_stage_clocks(ax=None):
     """The napkin per k tile of one block, in SM clocks: the tensor cores at their peak rate, the shared-memory
     banks carrying every wgmma operand read plus the TMA's writes, and the bytes per clock L2 would have to deliver
     to keep the tensor cores at peak."""
-    ax = axes(ax, (10.5, 3.4))
+    ax = axes(ax, (9.4, 3.4))    # the shared-memory note wraps onto two lines to keep the figure in the column
     rows = [("07_tma", _consts("07_tma")), ("08_warp_specialized", _consts("08_warp_specialized"))]
     for y, (name, c) in enumerate(rows):
         st = _stage(c)
@@ -209,15 +210,15 @@ def fig_stage_clocks(ax=None):
         ax.barh(y + 0.2, r_clk, height=0.34, color=CONSUMER, alpha=0.75)
         ax.barh(y + 0.2, w_clk, left=r_clk, height=0.34, color=PRODUCER, alpha=0.75)
         ax.text(r_clk / 2, y + 0.2, f"wgmma reads {st['reads'] // KIB} KiB", ha="center", va="center",
-                fontsize=7.5, color="white")
+                fontsize=8, color="white")
         ax.text(r_clk + w_clk / 2, y + 0.2, f"TMA {st['landed'] // KIB} KiB", ha="center", va="center",
-                fontsize=7.5, color="white")
+                fontsize=8, color="white")
         cap = min(1.0, math / (r_clk + w_clk))
         ax.text(r_clk + w_clk + 15, y + 0.2, f"shared memory: {r_clk + w_clk:.0f} clk -> at most {cap:.0%} "
-                f"of peak;  peak needs {st['landed'] / math:.0f} B/clk from L2", va="center", fontsize=8)
+                f"of peak;\npeak needs {st['landed'] / math:.0f} B/clk from L2", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{n}\n{c['BM']} x {c['BN']} x {c['BK']}" for n, c in rows], fontsize=9)
-    ax.set(xlim=(0, 2300), ylim=(len(rows) - 0.4, -0.6),
+    ax.set(xlim=(0, 2000), ylim=(len(rows) - 0.4, -0.6),
            xlabel=f"SM clocks per k tile ({TENSOR_FLOP_PER_CLK} FLOP/clk tensor peak, "
                   f"{SMEM_BYTES_PER_CLK} B/clk shared memory)")
     for side in ("right", "top"):

@@ -50,7 +50,7 @@ def fig_tile_intensity(ax=None):
         ax.text(x + bk + bn / 2, bk / 2, f"B: {bn} x {bk} bf16 = {bn * bk * 2 // KIB} KiB", ha="center",
                 va="center", fontsize=8)
         ax.text(x + bk / 2, bk + bm / 2, f"A: {bm} x {bk}\n= {bm * bk * 2 // KIB} KiB", ha="center", va="center",
-                fontsize=7.5, rotation=90)
+                fontsize=8, rotation=90)
         ax.text(x + (bk + bn) / 2, -14, f"{name}: block tile {bm} x {bn}", ha="center", va="bottom", fontsize=10,
                 weight="bold")
         ax.text(x, bk + bm + 14,
@@ -174,7 +174,7 @@ def fig_pool_ledger(ax=None):
     cons, threads = c["CONSUMERS"], c["THREADS"]
     over = (REGISTER_FILE - WARPGROUP * cons * c["CONSUMER_REGS"]) // WARPGROUP
     cases = [(c["PRODUCER_REGS"], "tab:green", "-"), (over, "tab:red", "--")]
-    ax = axes(ax, (11.0, 4.6))
+    ax = axes(ax, (10.8, 4.8))
     for producer, colour, ls in cases:
         ev = _pool_ledger(producer, c["CONSUMER_REGS"], cons, threads)
         assert register_budget(producer, c["CONSUMER_REGS"], cons)["fits"] == all(e["granted"] for e in ev)
@@ -201,7 +201,7 @@ def fig_pool_ledger(ax=None):
     ax.set_yticks(range(0, 20001, 5000), [f"{v:,}" for v in range(0, 20001, 5000)], fontsize=8.5)
     ax.set_xlim(-0.3, len(ev) + 0.2)
     ax.set_ylabel("free registers in the CTA's pool", fontsize=9)
-    ax.set_xlabel("warp events in one possible order (P = producer warps 0-3, C0 / C1 = the consumer warpgroups); "
+    ax.set_xlabel("warp events in one possible order (P = producer warps 0-3, C0 / C1 = the consumer warpgroups);\n"
                   "every warp starts with its launch share, so the pool starts empty", fontsize=8.5)
     ax.legend(loc="upper right", fontsize=8.5, frameon=False, bbox_to_anchor=(1.0, 0.80))
     clean(ax)
@@ -261,14 +261,14 @@ def fig_consumer_registers(ax=None):
     bare_regs, bare_spills = _without_setmaxnreg("09_setmaxnreg")
     start = launch_registers(c9["THREADS"])
     assert m9["consumer"] <= c9["CONSUMER_REGS"] and m9["producer"] <= c9["PRODUCER_REGS"]
-    ax = axes(ax, (11.0, 4.6))
+    ax = axes(ax, (9.1, 5.0))    # two-line labels keep it inside the book's column
     h = 0.55
     rows = [
         (f"rung 09 consumer thread\n(cap {c9['CONSUMER_REGS']} after setmaxnreg.inc)", c9["CONSUMER_REGS"],
          [(0, m9["acc_base"], "0.55", f"R0-R{m9['acc_base'] - 1}: {m9['acc_base']} for addresses, descriptors, loop state, barrier "
                                                f"addresses"),
           (m9["acc_base"], m9["acc"], CONSUMER,
-           f"R{m9['acc_base']}-R{m9['acc_base'] + m9['acc'] - 1}: {m9['acc']} fp32 accumulators (64 x "
+           f"R{m9['acc_base']}-R{m9['acc_base'] + m9['acc'] - 1}: {m9['acc']} fp32 accumulators\n(64 x "
            f"{c9['WGMMA_N']} / 128 threads)")]),
         (f"rung 09 producer thread\n(cap {c9['PRODUCER_REGS']} after setmaxnreg.dec)", c9["PRODUCER_REGS"],
          [(0, m9["producer"], PRODUCER, f"R0-R{m9['producer'] - 1}: one thread's copy loop")]),
@@ -277,7 +277,7 @@ def fig_consumer_registers(ax=None):
         (f"rung 08 consumer thread\n(no setmaxnreg, cap {launch_registers(c8['THREADS'])})",
          launch_registers(c8["THREADS"]),
          [(0, m8["acc_base"], "0.55", ""),
-          (m8["acc_base"], m8["acc"], CONSUMER, f"{m8['acc']} accumulators (64 x {c8['WGMMA_N']} / 128)")]),
+          (m8["acc_base"], m8["acc"], CONSUMER, f"{m8['acc']} accumulators\n(64 x {c8['WGMMA_N']} / 128)")]),
     ]
     for y, (label, cap, segs) in enumerate(rows):
         for left, width, colour, text in segs:
@@ -285,15 +285,15 @@ def fig_consumer_registers(ax=None):
             if not text:
                 continue
             if width > 60:
-                ax.text(left + width / 2, y, text, va="center", ha="center", fontsize=7.5, color="white")
+                ax.text(left + width / 2, y, text, va="center", ha="center", fontsize=8, color="white")
             elif left == 0 and len(segs) > 1:           # the non-accumulator registers: labelled under the bar
-                ax.text(0.5, y + h / 2 + 0.04, text, va="top", ha="left", fontsize=7.5, color="0.25")
+                ax.text(0.5, y + h / 2 + 0.04, text, va="top", ha="left", fontsize=8, color="0.25")
             else:                                       # a short bar: labelled past its cap
                 ax.text(cap + 3, y, text, va="center", ha="left", fontsize=8)
         used = sum(w for _, w, _, _ in segs)
         ax.barh(y, cap - used, left=used, height=h, facecolor="none", edgecolor="0.6", hatch="..", lw=0.6)
         ax.plot([cap, cap], [y - h / 2 - 0.08, y + h / 2 + 0.08], color="black", lw=2)
-        ax.text(cap + 2, y - h / 2 - 0.02, f"{cap - used} spare", fontsize=7.5, va="bottom", color="0.3")
+        ax.text(cap + 2, y - h / 2 - 0.02, f"{cap - used} spare", fontsize=8, va="bottom", color="0.3")
     for x, text, colour in ((c9["PRODUCER_REGS"], "24: the smallest setmaxnreg value", PRODUCER),
                             (start, f"{start}: the launch cap ({REGISTER_FILE:,} / {c9['THREADS']}, down to 8)",
                              "black"),
@@ -308,7 +308,7 @@ def fig_consumer_registers(ax=None):
     ax.set_ylim(len(rows) - 0.45, -0.85)
     ax.set_xlim(0, MAX_REGS_PER_THREAD + 1)
     ax.set_xticks([0, 32, 64, 96, 128, 160, 192, 224, 255])
-    ax.set_xlabel("registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports it); "
+    ax.set_xlabel("registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports it);\n"
                   "hatched: allowed but unused; thick tick: the cap", fontsize=8.5)
     clean(ax)
     ax.set_title("What a thread actually holds: 128 accumulators plus about two dozen others", fontsize=10)

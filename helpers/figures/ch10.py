@@ -73,7 +73,7 @@ def fig_persistent_schedule(ax=None, sizes=(4096, 3072)):
     colours = [cmap(0.08 + 0.84 * w / max(most - 1, 1)) for w in range(most)]
     big = max(n // c["BN"] for n in sizes)
     gap_x, gap_y = 3.0, 5.2
-    ax = axes(ax, (12.5, 6.9 * len(sizes)))
+    ax = axes(ax, (11.9, 6.5 * len(sizes)))  # the Axes (0.775 of the figure) come out 9.2 in wide, the column
     y0 = 0.0
     for n in sizes:
         w = waves(n, n, c["CLUSTER_BM"], c["BN"], clusters)
@@ -90,7 +90,7 @@ def fig_persistent_schedule(ax=None, sizes=(4096, 3072)):
                     ax.add_patch(Rectangle((x0 + tn, y0 + tm), 1, 1, fc=fc, ec="white", lw=0.6))
                     lum = 0.299 * fc[0] + 0.587 * fc[1] + 0.114 * fc[2]
                     ax.text(x0 + tn + 0.5, y0 + tm + 0.53, str(s["cluster"][tm, tn]), ha="center", va="center",
-                            fontsize=6.3, color="black" if lum > 0.55 else "white")
+                            fontsize=8, color="black" if lum > 0.55 else "white")
             # outline the first wave: every cell edge whose neighbour is not in wave 0
             first = s["wave"] == 0
             for tm in range(tm_n):
@@ -112,10 +112,10 @@ def fig_persistent_schedule(ax=None, sizes=(4096, 3072)):
             ax.text(x0, y0 - 0.75, f"wave 0 spans {rows} tile rows of A and {cols} tile columns of B",
                     fontsize=8.5, ha="left", va="center", color="crimson")
             for tn in range(0, tn_n, 4 if tn_n > 12 else 3):
-                ax.text(x0 + tn + 0.5, y0 + tm_n + 0.45, str(tn), ha="center", va="center", fontsize=7,
+                ax.text(x0 + tn + 0.5, y0 + tm_n + 0.45, str(tn), ha="center", va="center", fontsize=8,
                         color="dimgray")
             for tm in range(0, tm_n, 4 if tm_n > 12 else 3):
-                ax.text(x0 - 0.35, y0 + tm + 0.5, str(tm), ha="right", va="center", fontsize=7, color="dimgray")
+                ax.text(x0 - 0.35, y0 + tm + 0.5, str(tm), ha="right", va="center", fontsize=8, color="dimgray")
         last = w["tiles"] - (w["busiest"] - 1) * clusters
         ax.text(2 * big + gap_x, y0 + s["tiles_m"] + 1.25,
                 f"{w['tiles']} cluster tiles on {clusters} clusters: {w['busiest']} waves, the last with {last} tiles "
@@ -149,7 +149,7 @@ def fig_cluster_multicast(ax=None):
     bm, bn, bk, cl = c["BM"], c["BN"], c["BK"], c["CLUSTER"]
     half = c["B_BOX_ROWS"]
     a_kib, h_kib = bm * bk * 2 // KIB, half * bk * 2 // KIB
-    ax = axes(ax, (13.0, 11.0))
+    ax = axes(ax, (12.4, 10.5))  # its equal-aspect drawing comes out 9.2 in wide, the book's column
     blue, green = RANK_COLOURS
     box_kw = dict(boxstyle="round,pad=0.02,rounding_size=0.25")
 
@@ -196,8 +196,8 @@ def fig_cluster_multicast(ax=None):
     arrow((7.3, 8.7), (14.0, 6.0), blue)
     arrow((7.3, 7.7), (14.0, 9.9), green)
     arrow((7.3, 6.9), (14.0, 4.2), green)
-    ax.text(10.5, 3.6, "multicast: each half of B is\nread from L2 once and written\ninto both CTAs, "
-            "at the same\noffset, counted on both full[s]", ha="center", va="center", fontsize=8.2)
+    ax.text(10.5, 3.55, "multicast: each half\nof B is read from L2\nonce and written into\nboth CTAs, "
+            "at the same\noffset, counted on\nboth full[s]", ha="center", va="center", fontsize=8.2)
 
     # --- bytes per CTA per k tile, from the explorer
     scale = 16.0 / l2_bytes_per_k_tile(bm, bn, bk, 1)["landed"]
@@ -215,7 +215,7 @@ def fig_cluster_multicast(ax=None):
             ax.text(6.8, y, f"cluster of {size}: {what}", ha="right", va="center", fontsize=8.5)
             y -= 0.85
         y -= 0.25
-    ax.set(xlim=(-0.5, 26.0), ylim=(y, 17.0))
+    ax.set(xlim=(-0.2, 25.8), ylim=(y, 17.0))
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
@@ -272,18 +272,18 @@ def fig_tma_store_epilogue(rung_id: str = "10_tma_store", ax=None):
     colours = {"write": "#4c72b0", "fence": "#dd8452", "bar": "0.55", "wait": "#c44e52", "issue": "black",
                "read": "#8172b3", "drain": "#8172b3", "next": "0.85"}
     h = 0.56
-    ax = axes(ax, (14.0, 5.6))
+    ax = axes(ax, (9.2, 6.4))
 
     def seg(lane, t0, t1, kind, text="", hatch=None, fc=None, tc="white"):
         y = lanes[lane]
         ax.add_patch(Rectangle((t0, y - h / 2), max(t1 - t0, 0.04), h, fc=fc or colours[kind], ec="white",
                                lw=0.5, hatch=hatch, alpha=0.55 if hatch else 1.0))
         if text:
-            ax.text((t0 + t1) / 2, y, text, ha="center", va="center", fontsize=7.6, color=tc)
+            ax.text((t0 + t1) / 2, y, text, ha="center", va="center", fontsize=8, color=tc)
 
     for q, t0, t1 in ev["write"]:
-        seg("threads", t0, t1, "write", f"write chunk {q}\n-> buffer {q % 2}")
-        seg(f"buf{q % 2}", t0, t1, "write", f"chunk {q}: {store}")
+        seg("threads", t0, t1, "write", f"write\nchunk {q}\n-> buffer {q % 2}")
+        seg(f"buf{q % 2}", t0, t1, "write", f"chunk {q}:\n{store}")
     for q, t0, t1 in ev["fence"]:
         seg("threads", t0, t1, "fence")
     for q, t0, t1 in ev["bar"]:
@@ -298,14 +298,14 @@ def fig_tma_store_epilogue(rung_id: str = "10_tma_store", ax=None):
     for q, t0, t1 in ev["issue"]:
         seg("t0", t0, t1, "issue")
         ax.text((t0 + t1) / 2, lanes["t0"] + h / 2 + 0.08, f"store {q}\n+ commit", ha="center", va="bottom",
-                fontsize=7)
+                fontsize=8)
     for q, (t0, t1) in enumerate(ev["read"]):
         seg(f"buf{q % 2}", t0, t1, "read", f"TMA reads chunk {q}")
     for q, (t0, t1) in enumerate(ev["drain"]):
         y = lanes["global"] + (0.12 if q % 2 else -0.12)
         ax.add_patch(Rectangle((t0, y - h / 4), t1 - t0, h / 2, fc=colours["drain"], alpha=0.45, ec="white",
                                hatch="///"))
-        ax.text(t1 + 0.1, y, f"{q}", va="center", fontsize=7, color="dimgray")
+        ax.text(t1 + 0.1, y, f"{q}", va="center", fontsize=8, color="dimgray")
     # the reuse rule: store q - 2 must have read its buffer before chunk q is written there
     for q, t0, t1 in ev["wait"]:
         if q >= 2:
@@ -319,7 +319,7 @@ def fig_tma_store_epilogue(rung_id: str = "10_tma_store", ax=None):
     seg("threads", end, end + 7.0, "next", "next tile: k loop (wgmma)", fc=colours["next"], tc="black")
     seg("t0", t0_end, tail, "wait", hatch="xx", fc=colours["wait"])
     ax.text((t0_end + tail) / 2, lanes["t0"], "last tile only: wait_group 0\n(reads and writes done), then exit",
-            ha="center", va="center", fontsize=7.5, color="black",
+            ha="center", va="center", fontsize=8, color="black",
             bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.6))
     names = {"threads": "all 128 threads\nof consumer c", "t0": "thread 0: writes too,\nand issues the stores",
              "buf0": f"buffer 0\n({c['C_BUFFER_BYTES'] // KIB} KiB)",
@@ -334,7 +334,7 @@ def fig_tma_store_epilogue(rung_id: str = "10_tma_store", ax=None):
                Patch(color=colours["wait"], label="cp.async.bulk.wait_group.read 1 (red tick: returns at once)"),
                Patch(color=colours["read"], label="the store reads its buffer"),
                Patch(fc=colours["drain"], alpha=0.45, hatch="///", label="its writes reach C later")]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=8,
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize=8,
               frameon=False)
     ax.set(xlim=(-0.2, max(end + 7.0, tail) + 0.6), ylim=(-0.55, 5.05), yticks=[], xticks=[])
     for side in ("left", "right", "top", "bottom"):
@@ -356,7 +356,7 @@ def fig_tile_waves(ax=None, sizes=(1024, 2048, 3072, 4096, 6144, 8192)):
     clusters = _clusters()
     shapes = [(cols, rate) for _, _, cols, rate in tile_candidates(r)]
     colours = {cols: col for (cols, _), col in zip(shapes, ("#4c72b0", "#dd8452", "#55a868"))}
-    ax = axes(ax, (12.5, 4.8))
+    ax = axes(ax, (9.2, 5.0))
     width = 0.8 / len(shapes)
     top = 0.0
     for i, n in enumerate(sizes):
@@ -366,22 +366,22 @@ def fig_tile_waves(ax=None, sizes=(1024, 2048, 3072, 4096, 6144, 8192)):
             x = i + (j - (len(shapes) - 1) / 2) * width
             row = rows.get(cols)
             if row is None:
-                ax.text(x, 0.03, f"N % {cols}\n!= 0", ha="center", va="bottom", fontsize=7, color="0.45")
+                ax.text(x, 0.03, f"N %\n{cols}\n!= 0", ha="center", va="bottom", fontsize=8, color="0.45")
                 continue
             rel = row["cost"] / wide
             top = max(top, rel)
             ax.bar(x, rel, width * 0.92, color=colours[cols], ec="black" if row["picked"] else "none",
                    lw=2.2 if row["picked"] else 0)
             ax.text(x, rel + 0.02, f"{row['busiest']} x\n{row['efficiency']:.0%}", ha="center", va="bottom",
-                    fontsize=7)
+                    fontsize=8)
     ax.axhline(1.0, color="0.3", lw=0.8, ls=":")
     ax.set_xticks(range(len(sizes)), [f"N = {n}" for n in sizes])
     ax.set_ylim(0, top * 1.28)
     ax.set_ylabel("predicted time, relative to\nthe 128 x 256 tile (lower is faster)")
     handles = [Patch(color=colours[cols], label=f"128 x {cols} tile, steady rate {rate:.2f}") for cols, rate in shapes]
     handles.append(Patch(fc="white", ec="black", lw=2.2, label="the tile the launch picks"))
-    ax.legend(handles=handles, loc="upper left", ncol=4, fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="upper left", ncol=2, fontsize=8, frameon=False)
     clean(ax)
-    ax.set_title(f"Wave quantization per tile on {clusters} clusters of 2 CTAs: above each bar, the tiles the busiest "
+    ax.set_title(f"Wave quantization per tile on {clusters} clusters of 2 CTAs: above each bar, the tiles the busiest\n"
                  f"cluster computes x how busy the chip is over those waves", fontsize=10)
     return ax

@@ -77,7 +77,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     """rung_id beside before_id (None: alone) at N x N x N, from the recorded profiles. Left: the stall reasons, as
     shares of the sampled stalls (issuing samples excluded; the issuing share is in the legend). Right: the math pipe,
     L2 -> SM, the shared-memory pipe and achieved occupancy, each as % of its roof, the absolute value on the
-    bar. `axes`: a pair of Axes to draw on, else a new 11 x 3.6 in figure. Returns the pair (stalls, throughput).
+    bar. `axes`: a pair of Axes to draw on, else a new 9.2 x 4 in figure. Returns the pair (stalls, throughput).
     NotRecorded, in one sentence, before anything is drawn if either profile is missing."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
@@ -86,7 +86,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     entries = [_entry(rid, n) for rid in ids]
     ceilings = recorded_ceilings()
     if axes is None:
-        fig = plt.figure(figsize=(11, 3.6), layout="constrained")
+        fig = plt.figure(figsize=(9.2, 4), layout="constrained")  # the book's column: 9.4 in with its padding
         axes = fig.subplots(1, 2, width_ratios=(1, 1.1))
     ax_s, ax_r = axes
     fig = ax_s.figure
@@ -135,12 +135,13 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours[:len(ids)]]
     names = [f"{rid}: issuing in {e['issuing_share']:.1%} of samples, {e['registers']} registers, "
              f"{e['spill_bytes']} B spilled, DRAM {e['dram_bytes'] / 1e9:.2f} GB" for rid, e in zip(ids, entries)]
-    fig.legend(handles, names, loc="outside lower center", ncols=len(ids), fontsize=FONT, frameon=False)
+    # one rung a row: side by side the two lines would widen the figure past the book's column
+    fig.legend(handles, names, loc="outside lower center", ncols=1, fontsize=FONT, frameon=False)
     runs = {(e["run"], e["gpu"]) for e in entries}
     source = (f"run {entries[0]['run']} on {entries[0]['gpu']}" if len(runs) == 1 else
-              "; ".join(f"{rid}: run {e['run']} on {e['gpu']}" for rid, e in zip(ids, entries)))
+              ";\n".join(f"{rid}: run {e['run']} on {e['gpu']}" for rid, e in zip(ids, entries)))
     what = f"{rung_id} beside {before_id}" if before_id else rung_id
-    fig.suptitle(f"{what} at N={n}: Nsight Compute, {source}", fontsize=10)
+    fig.suptitle(f"{what} at N={n}: Nsight Compute,\n{source}", fontsize=10)  # a line per run: one would be too wide
     return ax_s, ax_r
 
 
