@@ -123,14 +123,18 @@ def test_the_column_is_as_wide_as_the_figures_are_drawn_for(site, browser):
 
 
 def _wrapped_tables(browser) -> list[str]:
-    """The first line of each result table (the `table` helper's text) on the page that is wider than its box."""
+    """The first row of each result table (the `table` helper's text: its header, rows and cuBLAS notes, not what a
+    cell prints after it) on the page that is wider than its box."""
     return browser.execute_script("""
         return [...document.querySelectorAll('div.cell_output pre')].filter(p => /^rung +size +dtype +TFLOP/.test(p.innerText))
-          .filter(p => { const c = p.cloneNode(true); c.style.whiteSpace = 'pre'; c.style.width = 'max-content';
-                         c.style.position = 'absolute'; p.parentElement.appendChild(c);
-                         const wide = c.getBoundingClientRect().width > p.getBoundingClientRect().width + 1; c.remove();
-                         return wide; })
-          .map(p => p.innerText.split('\\n')[1]);""")
+          .map(p => { const lines = p.innerText.split('\\n'); let n = 1;
+                      while (n < lines.length && /^(\\S+ +\\d|cuBLAS \\(|    )/.test(lines[n])) n++;
+                      const c = p.cloneNode(false); c.textContent = lines.slice(0, n).join('\\n');
+                      c.style.whiteSpace = 'pre'; c.style.width = 'max-content'; c.style.position = 'absolute';
+                      p.parentElement.appendChild(c);
+                      const wide = c.getBoundingClientRect().width > p.getBoundingClientRect().width + 1; c.remove();
+                      return wide ? lines[1] : null; })
+          .filter(x => x);""")
 
 
 def test_no_result_table_wraps(site, browser):

@@ -134,6 +134,7 @@ def build_summary(b: Build, entry: str) -> str:
             f"{r.smem_static} B static shared memory, {r.barriers} barrier(s)\n  SASS: {fams}")
 
 
+BOOK_COLUMNS = 109  # characters of printed output the book's 948 px column holds at its 14 px monospace
 HEADER = ("rung", "size", "dtype", "TFLOP/s", "IQR", "cuBLAS", "ratio", "correct", "measured")
 
 
@@ -143,21 +144,25 @@ def _size(r) -> str:
 
 def table(rows) -> str:
     """The ladder table as fixed-width text (same in a terminal, a notebook and the built book, and the same live
-    and replayed: the banner says which). Under it, what each cuBLAS column timed."""
+    and replayed: the banner says which). Under it, what each cuBLAS column timed. The size and IQR columns are as
+    wide as their widest entry, so a table of square sizes is narrow and one of non-square shapes still fits the
+    book's column (BOOK_COLUMNS) without wrapping."""
     rows = list(rows)
-    lines = ["{:<20} {:>14} {:>5} {:>8} {:>13} {:>10} {:>7} {:>7}  {}".format(*HEADER)]
+    iqrs = [f"{r.tflops_iqr[0]:.1f}-{r.tflops_iqr[1]:.1f}" if getattr(r, "tflops_iqr", None) else "n/a" for r in rows]
+    sw = max([4] + [len(_size(r)) for r in rows])
+    iw = max([3] + [len(i) for i, r in zip(iqrs, rows) if getattr(r, "has_number", True)])
+    lines = [f"{{:<20}} {{:>{sw}}} {{:>5}} {{:>8}} {{:>{iw}}} {{:>10}} {{:>7}} {{:>7}}  {{}}".format(*HEADER)]
     refs: dict = {}
-    for r in rows:
+    for r, iqr in zip(rows, iqrs):
         if not getattr(r, "has_number", True):  # a NotMeasured line: replayed, and the results file has no row for it
-            lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5}     not measured (not in the recorded run)")
+            lines.append(f"{r.rung:<20} {_size(r):>{sw}} {r.dtype:>5}     not measured (not in the recorded run)")
             continue
-        iqr = f"{r.tflops_iqr[0]:.1f}-{r.tflops_iqr[1]:.1f}" if r.tflops_iqr else "n/a"
         mark = refs.setdefault(r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)", "abcdefghij"[len(refs) % 10])
-        lines.append(f"{r.rung:<20} {_size(r):>14} {r.dtype:>5} {r.tflops:8.2f} {iqr:>13} {r.cublas_tflops:8.2f} {mark}"
+        lines.append(f"{r.rung:<20} {_size(r):>{sw}} {r.dtype:>5} {r.tflops:8.2f} {iqr:>{iw}} {r.cublas_tflops:8.2f} {mark}"
                      f" {r.ratio:7.1%} {('yes' if r.correct else 'NO'):>7}  {r.date[:16]}")
-    # What each cuBLAS column timed, folded to the table's own width so that no line of it wraps in the book's column.
+    # What each cuBLAS column timed, folded so that no line of it wraps in the book's column.
     import textwrap
-    width = max(len(line) for line in lines)
+    width = max([BOOK_COLUMNS] + [len(line) for line in lines])
     lines += [textwrap.fill(f"cuBLAS ({mark}): {ref}", width, subsequent_indent="    ", break_on_hyphens=False)
               for ref, mark in refs.items()]
     return "\n".join(lines)

@@ -207,8 +207,9 @@ def test_replay_shows_a_rung_never_recorded_as_not_measured(tmp_results):
         replay("05_one_stage", 4096)
     gaps = [replay("05_one_stage", 4096, missing_ok=True), measure("05_warp_64x64", 4096, missing_ok=True)]
     assert [r.has_number for r in gaps] == [False, False] and gaps[0].source == "not measured"
-    assert "05_one_stage                   4096  bf16     not measured" in table(gaps)
+    assert "05_one_stage         4096  bf16     not measured" in table(gaps)
     row = Row("04_swizzle", 4096, 4096, 4096, "bf16", 190.0, 730.0, 0.26, True, 1e-3, "recorded", "H100", "2026-01-01")
+    assert max(map(len, table([row, *gaps]).splitlines())) <= 109  # the book's column holds 109 characters
     ax = climb([row, *gaps])  # one bar: the lines with no number are left out, not drawn as zero
     assert [t.get_text() for t in ax.get_xticklabels()] == ["04_swizzle"]
 
@@ -488,3 +489,15 @@ def test_a_rerun_that_only_replays_its_run_is_told_apart_from_a_cold_execution(t
     assert execute._run_entries() == before
     results.record("gemm", "02_wmma_naive@8x8x8", {"tflops": 4.0, "run": "R1"})  # measured now: a cold execution
     assert execute._run_entries() != before
+
+
+def test_the_widest_result_table_fits_the_books_column(monkeypatch):
+    # Non-square shapes make the widest size column; the rows and the folded cuBLAS notes still fit the 109
+    # characters the book's 948 px column holds (ci/test_book.py measures the same in the built pages).
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers import replay, table
+    from helpers.report import BOOK_COLUMNS
+    rows = [replay(r, *shape) for shape in ((8192, 8192, 1024), (12288, 12288, 4096)) for r in ("09_setmaxnreg", "10_beyond_cublas")]
+    lines = table(rows).splitlines()
+    assert any("12288x12288x4096" in x for x in lines)
+    assert max(map(len, lines)) <= BOOK_COLUMNS == 109
