@@ -1,10 +1,15 @@
 """Why chapter 10's first step (10_bf16_c) is slower than rung 09: two experiments outside the recorded run.
 
-    python ci/bf16_stores.py        (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
+    python ci/bf16_stores.py [1 2 3]   (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
 
 1. The cluster launch path: 10_bf16_c as built against the same kernel without `__cluster_dims__(1, 1, 1)`.
 2. The stores: rung 09's kernel as built (fp32 C, 8 bytes a lane) against the same kernel writing bf16x2 (4 bytes a
    lane, as 10_bf16_c does) into the first half of its C buffer; that C is not checkable, so it is timed only.
+3. A fix to try: 10_bf16_c as built against the same kernel whose lanes pair up before storing. Lanes 2u and 2u+1
+   swap one bf16x2 (shfl.xor 1), so that each lane holds four neighbouring columns and writes them as one 8-byte
+   store: the four lanes of a row then cover 16 neighbouring columns, a whole 32-byte sector, in one instruction,
+   where the bf16x2 stores leave half of each sector to the next instruction. Checked at three small shapes, and
+   timed beside rung 09 as built, the step's predecessor.
 Each pair alternates over three rounds, each round timed by helpers.bench (GPU time, interleaved with cuBLAS).
 """
 import os
@@ -19,6 +24,28 @@ BF16X2 = ("*reinterpret_cast<__nv_bfloat162*>(reinterpret_cast<__nv_bfloat16*>(C
           "__floats2bfloat162_rn(acc[j][i], acc[j][i + 1]);")
 
 
+ROW_STORES = """                for (int i = 0; i < WGMMA_N / 2; i += 2) {
+                    const int r = row + 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + 2 * (lane % 4);
+                    *reinterpret_cast<__nv_bfloat162*>(&C[(size_t)r * N + col]) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
+                }"""
+# Column groups j = i/4 and j+1 of one row half h: an even lane keeps its pair of group j and takes its odd
+# neighbour's (the next two columns); an odd lane takes its even neighbour's pair of group j+1 and keeps its own.
+PAIRED_STORES = """                for (int i = 0; i < WGMMA_N / 2; i += 8) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i + 2 * h], acc[i + 2 * h + 1]);
+                        __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i + 4 + 2 * h], acc[i + 5 + 2 * h]);
+                        const unsigned mine_lo = *reinterpret_cast<unsigned*>(&lo), mine_hi = *reinterpret_cast<unsigned*>(&hi);
+                        const bool odd = lane & 1;
+                        const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? mine_lo : mine_hi, 1);
+                        const int r = row + 16 * warp + lane / 4 + 8 * h;
+                        const int col = col0 + 8 * (i / 4) + (odd ? 8 + 2 * (lane % 4 - 1) : 2 * (lane % 4));
+                        *reinterpret_cast<uint2*>(&C[(size_t)r * N + col]) = odd ? make_uint2(got, mine_hi)
+                                                                                : make_uint2(mine_lo, got);
+                    }
+                }"""
+
+
 def pairs():
     ten = source("10_bf16_c")
     no_cluster = ten.replace("__cluster_dims__(CLUSTER, 1, 1) ", "")
@@ -27,16 +54,28 @@ def pairs():
     yield "10_bf16_c", (("with __cluster_dims__", ten), ("without", no_cluster))
     yield "09_setmaxnreg", (("09 as built (fp32 C)", nine),
                             ("09 writing bf16x2", "#include <cuda_bf16.h>\n" + nine.replace(STORE, BF16X2)))
+    assert ROW_STORES in ten
+    yield "10_bf16_c", (("10_bf16_c as built", ten), ("lanes paired, 8 B", ten.replace(ROW_STORES, PAIRED_STORES)),
+                        ("09 as built (fp32 C)", nine, "09_setmaxnreg"))  # the step's predecessor, the same rounds
 
 
 if __name__ == "__main__":
-    for rung_id, variants in pairs():
-        if rung_id == "10_bf16_c":
-            for name, src in variants:
+    import sys
+    chosen = [int(a) for a in sys.argv[1:]]  # which experiments (1, 2, 3); all by default
+    for number, (rung_id, variants) in enumerate(pairs(), 1):
+        if chosen and number not in chosen:
+            continue
+        print(f"# {number}. {variants[0][0]} against {variants[1][0]}", flush=True)
+        if number == 1:
+            for name, src, *_ in variants:
                 print(name, check(rung_id, 512, 512, 512, source=src))
+        if number == 3:
+            for name, src, *_ in variants[:2]:
+                for shape in ((512, 512, 512), (384, 256, 512), (768, 1024, 1024)):
+                    print(name, check(rung_id, *shape, source=src))
         for n in (4096, 8192):
             for rnd in range(3):
-                for name, src in variants:
-                    b = bench(rung_id, n, source=src)
+                for name, src, *other in variants:
+                    b = bench(other[0] if other else rung_id, n, source=src)
                     print(f"N={n} round {rnd} {name:<22} {b.kernel.tflops:7.1f} TFLOP/s  cuBLAS {b.cublas.tflops:7.1f}",
                           flush=True)
