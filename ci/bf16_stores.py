@@ -1,4 +1,4 @@
-"""Why chapter 10's first step (10_bf16_c) is slower than rung 09: two experiments outside the recorded run.
+"""Why chapter 10's first step (10_bf16_c) is slower than rung 09: three experiments outside the recorded run.
 
     python ci/bf16_stores.py [1 2 3]   (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
 
