@@ -1,6 +1,6 @@
-"""Why chapter 10's first step (10_bf16_c) is slower than rung 09: three experiments outside the recorded run.
+"""Why chapter 10's first step (10_bf16_c) is slower than rung 09: four experiments outside the recorded run.
 
-    python ci/bf16_stores.py [1 2 3]   (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
+    python ci/bf16_stores.py [1 2 3 4] (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
 
 1. The cluster launch path: 10_bf16_c as built against the same kernel without `__cluster_dims__(1, 1, 1)`.
 2. The stores: rung 09's kernel as built (fp32 C, 8 bytes a lane) against the same kernel writing bf16x2 (4 bytes a
@@ -10,6 +10,8 @@
    store: the four lanes of a row then cover 16 neighbouring columns, a whole 32-byte sector, in one instruction,
    where the bf16x2 stores leave half of each sector to the next instruction. Checked at three small shapes, and
    timed beside rung 09 as built, the step's predecessor.
+4. Whether the TMA store still pays once the direct stores fill whole sectors: 10_four_stages as built, the same with
+   its lanes paired as in 3, and 10_tma_store as built (the step after it on the main path).
 Each pair alternates over three rounds, each round timed by helpers.bench (GPU time, interleaved with cuBLAS).
 """
 import os
@@ -57,11 +59,16 @@ def pairs():
     assert ROW_STORES in ten
     yield "10_bf16_c", (("10_bf16_c as built", ten), ("lanes paired, 8 B", ten.replace(ROW_STORES, PAIRED_STORES)),
                         ("09 as built (fp32 C)", nine, "09_setmaxnreg"))  # the step's predecessor, the same rounds
+    four = source("10_four_stages")
+    assert ROW_STORES in four
+    yield "10_four_stages", (("10_four_stages as built", four),
+                             ("four stages, lanes paired", four.replace(ROW_STORES, PAIRED_STORES)),
+                             ("10_tma_store as built", source("10_tma_store"), "10_tma_store"))
 
 
 if __name__ == "__main__":
     import sys
-    chosen = [int(a) for a in sys.argv[1:]]  # which experiments (1, 2, 3); all by default
+    chosen = [int(a) for a in sys.argv[1:]]  # which experiments (1 to 4); all by default
     for number, (rung_id, variants) in enumerate(pairs(), 1):
         if chosen and number not in chosen:
             continue
@@ -69,9 +76,11 @@ if __name__ == "__main__":
         if number == 1:
             for name, src, *_ in variants:
                 print(name, check(rung_id, 512, 512, 512, source=src))
-        if number == 3:
+        if number in (3, 4):  # the clustered kernels of 4 take M only in multiples of 256
+            shapes = ((512, 512, 512), (384, 256, 512), (768, 1024, 1024)) if number == 3 else \
+                ((512, 512, 512), (768, 1024, 1024), (1024, 512, 768))
             for name, src, *_ in variants[:2]:
-                for shape in ((512, 512, 512), (384, 256, 512), (768, 1024, 1024)):
+                for shape in shapes:
                     print(name, check(rung_id, *shape, source=src))
         for n in (4096, 8192):
             for rnd in range(3):

@@ -123,10 +123,10 @@ def test_the_column_is_as_wide_as_the_figures_are_drawn_for(site, browser):
 
 
 def _wrapped_tables(browser) -> list[str]:
-    """The first row of each result table (the `table` helper's text: its header, rows and cuBLAS notes, not what a
-    cell prints after it) on the page that is wider than its box."""
+    """The first row of each table of results or profiles (helpers.report.table, helpers.profile.table: the header,
+    the rows and what is indented under them, not what a cell prints after) on the page that is wider than its box."""
     return browser.execute_script("""
-        return [...document.querySelectorAll('div.cell_output pre')].filter(p => /^rung +size +dtype +TFLOP/.test(p.innerText))
+        return [...document.querySelectorAll('div.cell_output pre')].filter(p => /^rung +(size +dtype +TFLOP|N +time)/.test(p.innerText))
           .map(p => { const lines = p.innerText.split('\\n'); let n = 1;
                       while (n < lines.length && /^(\\S+ +\\d|cuBLAS \\(|    )/.test(lines[n])) n++;
                       const c = p.cloneNode(false); c.textContent = lines.slice(0, n).join('\\n');

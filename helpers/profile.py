@@ -532,10 +532,12 @@ def _fmt(value, spec: str) -> str:
 
 
 def table(entries) -> str:
-    """Profiles as fixed-width text, one line per rung and size (the top three stall reasons last)."""
-    lines = ["{:<20} {:>5} {:>9} {:>5} {:>9} {:>7} {:>9} {:>7} {:>4} {:>5}  {}".format(
-        "rung", "N", "time µs", "MHz", "pipe %", "L2 TB/s", "smem TB/s", "DRAM GB", "regs", "occ %",
-        "top stalls (share of stalled samples)")]
+    """Profiles as fixed-width text: a line of numbers per rung and size, and under it that profile's top three stall
+    reasons, so that no line is wider than the book's column holds (helpers.report.BOOK_COLUMNS)."""
+    import textwrap
+    from .report import BOOK_COLUMNS
+    lines = ["{:<20} {:>5} {:>9} {:>5} {:>9} {:>7} {:>9} {:>7} {:>4} {:>5}".format(
+        "rung", "N", "time µs", "MHz", "pipe %", "L2 TB/s", "smem TB/s", "DRAM GB", "regs", "occ %")]
     runs = {}
     for e in entries:
         pipe = f"{_fmt(e.get('tensor_active_pct'), '.1f')} {'fma' if e.get('pipe') == 'fma' else 'tc'}"
@@ -545,9 +547,11 @@ def table(entries) -> str:
         lines.append(f"{e['rung']:<20} {e['n']:>5} {_fmt(e.get('duration_us'), '9.1f')} "
                      f"{_fmt(e.get('sm_clock_mhz'), '5.0f')} {pipe:>9} {_fmt(e.get('l2_tbps'), '7.2f')} "
                      f"{_fmt(e.get('smem_tbps'), '9.2f')} {_fmt(dram, '7.2f')} {_fmt(e.get('registers'), '4d')} "
-                     f"{_fmt(e.get('occupancy_pct'), '5.1f')}  {stalls}")
+                     f"{_fmt(e.get('occupancy_pct'), '5.1f')}")
+        lines.append(f"    top stalls: {stalls}")
         runs.setdefault((e.get("source"), e.get("run"), e.get("gpu")), None)
-    lines.append("pipe %: tc = tensor pipe (HMMA/HGMMA/QGMMA), fma = FP32 FMA pipe; L2 TB/s: L2 -> SM; smem TB/s: "
-                 "shared-memory instructions only (not TMA, not wgmma operands)")
-    lines += [f"{src}: run {run} on {gpu}" for src, run, gpu in runs]
+    notes = ["pipe %: tc = tensor pipe (HMMA/HGMMA/QGMMA), fma = FP32 FMA pipe; L2 TB/s: L2 -> SM; smem TB/s: "
+             "shared-memory instructions only (not TMA, not wgmma operands); top stalls: shares of the stalled samples"]
+    notes += [f"{src}: run {run} on {gpu}" for src, run, gpu in runs]
+    lines += [textwrap.fill(note, BOOK_COLUMNS, subsequent_indent="    ") for note in notes]
     return "\n".join(lines)

@@ -491,7 +491,7 @@ def test_a_rerun_that_only_replays_its_run_is_told_apart_from_a_cold_execution(t
     assert execute._run_entries() != before
 
 
-def test_the_widest_result_table_fits_the_books_column(monkeypatch):
+def test_the_widest_tables_fit_the_books_column(monkeypatch):
     # Non-square shapes make the widest size column; the rows and the folded cuBLAS notes still fit the 109
     # characters the book's 948 px column holds (ci/test_book.py measures the same in the built pages).
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
@@ -501,3 +501,8 @@ def test_the_widest_result_table_fits_the_books_column(monkeypatch):
     lines = table(rows).splitlines()
     assert any("12288x12288x4096" in x for x in lines)
     assert max(map(len, lines)) <= BOOK_COLUMNS == 109
+    from helpers.ladder import recorded_entry
+    from helpers.profile import table as profiles
+    from helpers.registry import MAIN
+    lines = profiles([recorded_entry("profiles", f"{r}@8192") for r in MAIN]).splitlines()
+    assert len(lines) > 2 * len(MAIN) and max(map(len, lines)) <= BOOK_COLUMNS  # the stalls go on a line of their own
