@@ -158,6 +158,16 @@ def _bf16_stores_medians(*experiments: int) -> dict:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
+def _bf16_stores_range(experiment: int, n: int, name: str) -> tuple[float, float]:
+    """The lowest and highest TFLOP/s of one variant's rounds at size n in one experiment of results/bf16_stores.log."""
+    import re
+    log = (ROOT / "results" / "bf16_stores.log").read_text()
+    section = "".join(s for s in re.split(r"^# (?=\d\. )", log, flags=re.M) if s.startswith(f"{experiment}."))
+    got = [float(t) for m, who, t in re.findall(r"N=(\d+) round \d (.+?)\s{2,}([\d.]+) TFLOP/s", section)
+           if int(m) == n and who.strip() == name]
+    return min(got), max(got)
+
+
 def test_chapter_10_bf16_c_step_names_its_cause_from_the_recorded_experiment():
     """The one step down of the main path: the prose quotes ci/bf16_stores.py's recorded log, and the log says what
     the prose says (the launch path changes nothing, the bf16x2 stores alone cost 2-3%)."""
@@ -196,6 +206,16 @@ def test_chapter_10_names_the_paired_stores_and_their_measured_gain(monkeypatch)
     assert (inv.get("SHFL.BFLY"), inv.get("STG.E.64"), inv.get("STG.E")) == (32, 32, None)
     assert (before.get("SHFL.BFLY"), before.get("STG.E")) == (None, 64)
     assert says(text, "32 shuffles and 32 `STG.E.64` per thread, where it was 64 `STG.E`")
+    # Experiment 4: the same pairing on 10_four_stages, and what the TMA store adds after it.
+    med = _bf16_stores_medians(4)
+    four, four_paired, store = "10_four_stages as built", "four stages, lanes paired", "10_tma_store as built"
+    assert [round(med[n, four_paired] / med[n, four], 2) for n in (4096, 8192)] == [1.08, 1.05]
+    assert [round(med[n, store] / med[n, four_paired], 2) for n in (4096, 8192)] == [1.01, 1.0]
+    assert says(text, "`10_four_stages` runs at 1.08 and 1.05 times its rate as built, and step 4's TMA store then adds "
+                      "only 1.01 times at N = 4096 and 1.002 at 8192, within the rounds' spread (experiment 4)")
+    assert round(med[8192, store] / med[8192, four_paired], 3) == 1.002
+    spread = lambda name: _bf16_stores_range(4, 8192, name)  # noqa: E731
+    assert spread(store)[0] < spread(four_paired)[1]  # the two sets of rounds overlap
 
 
 def test_chapter_10_steps_5_and_6_claims_hold(data):
