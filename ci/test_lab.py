@@ -1,5 +1,6 @@
 """A reader's JupyterLab in headless Chromium: chapter 01 opened, every cell run in replay mode, the explorer moved;
-the playground opened, a kernel edited into a compile error in its editor, and the line reported checked.
+the playground opened, a kernel edited into a compile error in its editor, and the line reported checked; an
+exercise of chapter 01 answered off by a factor of two, and the hint for that mistake checked.
 
 Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
 recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the recorded H100 numbers
@@ -198,3 +199,32 @@ def test_a_reader_breaks_a_kernel_in_the_playground_and_is_told_the_line(lab, br
         return t.includes('compile error in') && t;""", 120, "the playground to report the compile error")
     assert f"compile error in kernels/04_swizzle.cu line {line}: identifier \"undefined_thing\" is undefined" in said, said[:600]
     assert f">{line:>5} |" in said and "warning #" not in said, said[:600]
+
+
+def test_a_reader_answers_an_exercise_off_by_two_and_gets_a_hint(lab, browser):  # noqa: F811
+    url, _ = lab
+    browser.get(f"{url}/lab/tree/{CHAPTER}")
+    _wait(browser, "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget; "
+                   "return !!(w && w.context && w.context.path.endsWith('01_fp32_simt.ipynb'));", 120,
+          "chapter 01 to be the notebook in front")
+    _wait(browser, KERNEL_IDLE, 120, "chapter 01 to open with an idle kernel")
+    # Exercise 1 asks for a 64 x 256 tile's intensity, 25.6 FLOP/byte; the reader counts each FMA's 2 FLOP twice.
+    browser.execute_script("""
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().startsWith('my_intensity = '));
+        nb.widgets[i].model.sharedModel.setSource('my_intensity = 51.2\\nmy_lds_per_ffma = None');
+        nb.activeCellIndex = i;
+        window.jupyterapp.commands.execute('notebook:run-cell-and-select-next');""")
+    time.sleep(1)
+    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-cell')")
+    said = _wait(browser, """
+        const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+        for (let i = 0; i < cells.length; i++) {
+            const c = cells.get(i);
+            if (c.type === 'code' && c.sharedModel.getSource().startsWith('from helpers.exercises import grade')) {
+                const o = JSON.stringify(c.outputs.toJSON());
+                return o.includes('exercise 1') && o;
+            }
+        }
+        return '';""", 120, "the grading cell to answer")
+    assert "exercise 1: not yet: twice the answer" in said and "exercise 2: fill in your answer" in said, said[:400]
