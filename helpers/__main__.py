@@ -134,10 +134,28 @@ def _ladder(args, chosen) -> int:
     from . import ladder, report
     from .results import ResultsError
     print(report.banner_text(), file=sys.stderr)
+    from .kernel import ShapeError
+    from .launch import validate
     rows, missing = [], []
     sizes = args.n if args.n or args.shape else [4096]
     shapes = _unique([(n, n, n) for n in sizes or []] + [tuple(s) for s in args.shape])
-    for r, shape in report.progress([(r, shape) for shape in shapes for r in chosen], "the ladder"):
+    # Shapes are checked against every rung's tiles before anything runs, and a shape some rungs refuse is said once.
+    todo, any_refused = [], False
+    for shape in shapes:
+        refused = {}
+        for r in chosen:
+            try:
+                validate(r, *shape)
+                todo.append((r, shape))
+            except ShapeError as e:
+                refused[r.id] = str(e)
+        if refused:
+            any_refused = True
+            label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
+            first = next(iter(refused.values()))
+            print(f"skipped: {label} for {len(refused)} of {len(chosen)} rungs, whose tiles do not divide it "
+                  f"({', '.join(refused)}); for one: {first}", file=sys.stderr)
+    for r, shape in report.progress(todo, "the ladder"):
         label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
         try:
             rows.append(ladder.measure(r, *shape, missing_ok=True))  # never recorded: a "not measured" line
@@ -165,7 +183,7 @@ def _ladder(args, chosen) -> int:
             print(f"error: the climb plot could not be written to {args.plot} ({e.strerror or e}).", file=sys.stderr)
             return 2
         print(f"climb plot written to {args.plot}", file=sys.stderr)
-    return 0 if numbers and not missing else 1
+    return 0 if numbers and not missing and not any_refused else 1
 
 
 PROFILE_HELP = """\
