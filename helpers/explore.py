@@ -193,6 +193,53 @@ def plot_fragment(operand: str, ax=None, lane: int | None = None):
     return ax
 
 
+def _lane_cells(operand: str, lane: int) -> list[tuple[int, int, int]]:
+    """(element, row, column) of every entry of `operand` that `lane` holds, in register order."""
+    lanes, elems = mma_fragment(operand)
+    return sorted((int(elems[r, c]), int(r), int(c)) for r, c in zip(*(lanes == lane).nonzero()))
+
+
+def _spans(values) -> str:
+    """Sorted distinct integers as runs: 0, 1, 8, 9 -> "0-1, 8-9"; 1, 9 -> "1, 9"."""
+    runs: list[list[int]] = []
+    for v in sorted(set(values)):
+        if runs and v == runs[-1][-1] + 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def plot_lane(lane: int):
+    """The three m16n8k16 fragments with the cells `lane` holds outlined: A [16x16] across the top, B [16x8] and
+    C [16x8] side by side below, and a title saying which rows and columns of each the lane holds (read off
+    mma_fragment). Returns the Figure; chapter 03's lane slider redraws it."""
+    import matplotlib.pyplot as plt
+    if not 0 <= lane < 32:
+        raise ValueError(f"a warp has lanes 0-31, not {lane}")
+    fig, axs = plt.subplot_mosaic([["A", "A"], ["B", "C"]], figsize=(9, 9), layout="constrained")
+    held = []
+    for operand, ax in axs.items():
+        plot_fragment(operand, ax=ax, lane=lane)
+        lanes = mma_fragment(operand)[0]
+        veil = np.zeros((*lanes.shape, 4))
+        veil[lanes != lane] = (1, 1, 1, 0.6)  # the other lanes' cells fade, so the outlined ones stand out
+        ax.imshow(veil, aspect="auto")
+        for box in ax.patches:
+            box.set(linewidth=3, zorder=4, clip_on=False)  # a cell on the edge keeps its whole outline
+        rows, cols = SHAPES[operand]
+        ax.set_title(f"{operand} [{rows}x{cols}]: lane.element, lane {lane} outlined")
+        cells = _lane_cells(operand, lane)
+        in_rows, in_cols = {r for _, r, _ in cells}, {c for _, _, c in cells}
+        where = (f"{'k ' * (operand == 'B')}row{'s' * (len(in_rows) > 1)} {_spans(in_rows)}, "
+                 f"column{'s' * (len(in_cols) > 1)} {_spans(in_cols)}")
+        held.append((operand, len(cells), where))
+    counts = ", ".join(f"{n}{' values' * (not i)} of {operand}" for i, (operand, n, _) in enumerate(held))
+    fig.suptitle(f"Lane {lane} (group {lane // 4}, thread {lane % 4} of its quad) holds {counts}:\n"
+                 + "; ".join(f"{operand}: {where}" for operand, _, where in held), fontsize=11)
+    return fig
+
+
 def plot_bank_map(operand: str, layout: str, tile=(128, 32), phase: int = 0, ax=None):
     """Which of the 32 banks each of the phase's 8 row addresses hits (a colour per lane); banks no lane hits stay
     white."""

@@ -33,6 +33,7 @@ constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;  // dynamic shared memory t
 
 constexpr int WAIT = STAGES > 1 ? STAGES - 2 : 0;  // groups that may stay in flight when tile t is needed
 static_assert(STAGES >= 1, "at least one tile of shared memory");
+static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit the 227 KiB a block can opt in to");
 static_assert(A_LOADS >= 1 && B_LOADS >= 1 && MMA_N % 2 == 0, "tile shapes must split evenly");
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)

@@ -128,3 +128,40 @@ def test_the_check_sees_a_clash_and_tells_rotated_neighbours_apart():
     fig, ax = plt.subplots(figsize=(4, 3))
     ax.set_xticks(range(6), [f"rung_{i:02d}_long_name" for i in range(6)], rotation=40, ha="right")
     assert text_clashes(fig) == []  # slanted side by side: their upright boxes overlap, their ink does not
+
+
+def test_the_sweep_draws_each_rung_against_its_own_cublas(monkeypatch):
+    # issue "learner": one median "cuBLAS" over rungs with different references (NN or TN, fp32 or bf16 C) put rung
+    # 10, at 99% of its own cuBLAS, above the line. Each rung's dashed line, tied to it by the legend and its colour,
+    # must be the cuBLAS its rows were divided by, read back from the drawn lines.
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from matplotlib.colors import to_rgba
+    from helpers import replay
+    from helpers.figures.common import illegible
+    from helpers.plot import sweep
+    sizes = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+    swept = ("05_cp_async", "09_setmaxnreg", "10_beyond_cublas")
+    rows = [replay(r, n) for n in sizes for r in swept]
+    ax = sweep(rows, title="TFLOP/s against N, BF16")  # chapter 11's call
+    legend = ax.get_legend()
+    shown = {text.get_text(): handle for handle, text in zip(legend.legend_handles, legend.get_texts())}
+    drawn = {line.get_label(): line for line in ax.get_lines()}
+    at = {}
+    for name in swept:
+        own = drawn[name]
+        refs = [label for label, handle in shown.items() if label.startswith("cuBLAS") and f"{name}'s" in label
+                and handle.get_linestyle() == "--" and to_rgba(handle.get_color()) == to_rgba(own.get_color())]
+        assert len(refs) == 1, (name, list(shown))
+        ref = drawn[refs[0]]
+        assert ref.get_linestyle() == "--" and to_rgba(ref.get_color()) == to_rgba(own.get_color())
+        mine = dict(zip(own.get_xdata(), own.get_ydata()))
+        theirs = dict(zip(ref.get_xdata(), ref.get_ydata()))
+        for r in rows:
+            if r.rung == name:
+                assert mine[r.n] == pytest.approx(r.tflops) and theirs[r.n] == pytest.approx(r.cublas_tflops), (name, r.n)
+        at[name] = (mine, theirs)
+    mine, theirs = at["10_beyond_cublas"]
+    for n in (4096, 8192):
+        row = next(r for r in rows if r.rung == "10_beyond_cublas" and r.n == n)
+        assert mine[n] / theirs[n] == pytest.approx(row.ratio) and abs(mine[n] / theirs[n] - 1) <= 0.03
+    assert illegible(ax.figure) == []
