@@ -179,7 +179,8 @@ def test_launch_buttons_once_the_book_names_its_repository(tmp_path, browser):
     book = tmp_path / "book"
     (book / "chapters").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", book / "_config.yml")
-    shutil.copytree(ROOT / "_ext", book / "_ext")  # the config's local Sphinx extension
+    shutil.copytree(ROOT / "_ext", book / "_ext")  # the config's local Sphinx extensions
+    shutil.copytree(ROOT / "_static", book / "_static")  # its stylesheets and the favicon it names
     shutil.copy(ROOT / "chapters" / "06_wgmma.ipynb", book / "chapters")
     (book / "intro.md").write_text("# Launch buttons\n")
     (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - caption: Hopper\n    chapters:\n"
