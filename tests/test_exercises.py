@@ -392,3 +392,21 @@ def test_the_chapter_03_lane_slider_draws_a_lanes_cells_outlined_on_a_b_and_c():
         assert f"Lane {lane} " in fig._suptitle.get_text()
         assert illegible(fig) == []
         plt.close(fig)
+
+
+def test_every_prediction_is_asked_before_anything_is_measured():
+    # The issue "learner": no answer printed before its question. Each prediction exercise is asked, and its
+    # variable set, before the chapter's first measurement; the exercises at the end only grade it.
+    import json
+    import re
+    from pathlib import Path
+    from helpers.exercises import PREDICTIONS
+    root = Path(__file__).resolve().parent.parent
+    for ch, i in PREDICTIONS:
+        cells = json.loads(next((root / "chapters").glob(f"{ch}_*.ipynb")).read_text())["cells"]
+        src = ["".join(c["source"]) for c in cells]
+        asked = next(k for k, s in enumerate(src) if s.startswith(f"**Predict first (exercise {i}).**"))
+        var = re.search(r"Put\s+your\s+number\s+in\s+`(my_\w+)`", src[asked]).group(1)
+        sets = [k for k, s in enumerate(src) if cells[k]["cell_type"] == "code" and re.search(rf"^{var} = ", s, re.M)]
+        measured = next(k for k, s in enumerate(src) if cells[k]["cell_type"] == "code" and "measure(" in s)
+        assert sets == [asked + 1] and asked + 1 < measured, (ch, i, sets, measured)
