@@ -116,7 +116,7 @@ def test_a_reader_runs_chapter_01_and_moves_the_explorer(lab, browser):  # noqa:
             if (o.includes('</b>:')) return o;
         }
         return '';""")
-    assert "<b>MEASURED</b>:" in saved and "replays these recorded numbers anywhere else" in saved, saved[:300]
+    assert "<b>MEASURED</b>: saved from an H100 run on " in saved and "will replay these recorded numbers" in saved, saved[:300]
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
     _wait(browser, ALL_RAN, 240, "every cell to run")

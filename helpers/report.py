@@ -83,12 +83,12 @@ def banner_text(chapter: str | None = None) -> str:
         d = device()
         # Written for two readers: the one running the cells now, and the one who opens the saved notebook or the
         # static book later, on any machine, before running anything (for whom "live" would be false).
-        text = (f"MEASURED: these outputs were measured on {d.name} when the cells ran, {d.env()['date']} (run "
-                f"{results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy {d.cupy}). A number this "
-                f"run had already measured, in another chapter or by the ladder, is reused, and each table row shows "
-                f"when it was measured. GPU time only, against the strongest cuBLAS in the same rounds. Reading a "
-                f"saved copy? Running the cells again measures anew on an H100 and replays these recorded numbers "
-                f"anywhere else, saying so here.")
+        text = (f"MEASURED: saved from an H100 run on {d.env()['date']}: these outputs were measured on {d.name} "
+                f"when the cells ran (run {results.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy "
+                f"{d.cupy}). Running the cells here will replay these recorded numbers, or measure anew on an H100, "
+                f"and this box will then say which. A number this run had already measured, in another chapter or by "
+                f"the ladder, is reused, and each table row shows when it was measured. GPU time only, against the "
+                f"strongest cuBLAS in the same rounds.")
         hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
         why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
                                     older and f"{_names(older)} need sm_80 or newer") if p)
@@ -111,7 +111,8 @@ def banner(chapter: str | None = None) -> None:
     needs = needs_text(chapter) if chapter and chapter[:2].isdigit() else ""
     try:
         from IPython.display import HTML, display
-        colour = {"MEASURED": "#e6f4ea", "PLAYGROUND": "#e8f0fe"}.get(text.split(":", 1)[0], "#fff4e5")
+        # grey for saved measurements: green would read as "live here" to whoever opens the saved notebook later
+        colour = {"MEASURED": "#eef1f4", "PLAYGROUND": "#e8f0fe"}.get(text.split(":", 1)[0], "#fff4e5")
         mode, rest = text.split(":", 1)
         extra = f"<br><b>Needs</b>:{needs.split(':', 1)[1]}" if needs else ""
         display(HTML(f'<div style="background:{colour};padding:8px;border-left:4px solid #888">'

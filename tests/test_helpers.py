@@ -271,8 +271,9 @@ def test_a_saved_measured_banner_tells_a_later_reader_what_running_will_do(monke
     monkeypatch.setattr(report, "live", lambda: True)
     monkeypatch.setattr(report, "device", lambda: h100)
     text = report.banner_text("07")
-    assert text.startswith("MEASURED: these outputs were measured on NVIDIA H100 80GB HBM3 when the cells ran")
-    assert "Running the cells again measures anew on an H100 and replays these recorded numbers anywhere else" in text
+    assert text.startswith("MEASURED: saved from an H100 run on ")
+    assert "these outputs were measured on NVIDIA H100 80GB HBM3 when the cells ran" in text
+    assert "Running the cells here will replay these recorded numbers, or measure anew on an H100" in text
     assert "LIVE" not in text and "cannot run" not in text
 
 
