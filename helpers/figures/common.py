@@ -28,11 +28,16 @@ COLUMN_PX = 948
 SMALLEST_PT = 8.0
 
 
+def _canvas(fig):
+    """A canvas that can draw `fig` off screen: its own, or an Agg one for a figure made without pyplot."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    return fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+
+
 def shown_points(fig) -> tuple[float, float]:
     """(the saved image's width in px, the factor from a text's font size in pt to the size a reader sees, in CSS
     pt, 1 pt = 96/72 px): at dpi d a font of f pt is f * d / 72 image px, shown at min(1, COLUMN_PX / width)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    canvas = _canvas(fig)
     canvas.draw()
     width = (fig.get_tightbbox(canvas.get_renderer()).width + 0.2) * fig.dpi
     return width, fig.dpi / 96 * min(1.0, COLUMN_PX / width)
@@ -98,8 +103,7 @@ def text_clashes(fig) -> list[tuple[str, str]]:
     """Pairs of visible, non-empty texts of a figure whose drawn boxes overlap once the figure is drawn: the CI check
     that no label sits on another (tests/test_legible.py runs it on every figure the helpers draw)."""
     from itertools import combinations
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    canvas = _canvas(fig)
     canvas.draw()
     renderer = canvas.get_renderer()
     texts = _drawn_texts(fig)
@@ -120,8 +124,7 @@ def illegible(fig) -> list[str]:
 def _layout_moves(fig) -> str:
     """The first text whose place changes between two draws, or "": a layout engine fed by its own output (a legend
     placed from where the last layout left the tick labels, say) drifts a little further every time it is drawn."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
+    canvas = _canvas(fig)
     places = []
     for _ in range(2):
         canvas.draw()
