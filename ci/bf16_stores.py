@@ -1,6 +1,6 @@
-"""Why chapter 10's first step (10_bf16_c) is slower than rung 09: four experiments outside the recorded run.
+"""Why chapter 10's first step (10_bf16_c) is slower than rung 09: five experiments outside the recorded run.
 
-    python ci/bf16_stores.py [1 2 3 4] (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
+    python ci/bf16_stores.py [1 ... 5] (on the H100; prints, records nothing: results/bf16_stores.log keeps its output)
 
 1. The cluster launch path: 10_bf16_c as built against the same kernel without `__cluster_dims__(1, 1, 1)`.
 2. The stores: rung 09's kernel as built (fp32 C, 8 bytes a lane) against the same kernel writing bf16x2 (4 bytes a
@@ -12,6 +12,8 @@
    timed beside rung 09 as built, the step's predecessor.
 4. Whether the TMA store still pays once the direct stores fill whole sectors: 10_four_stages as built, the same with
    its lanes paired as in 3, and 10_tma_store as built (the step after it on the main path).
+5. The climb chapter 10 would show with paired stores: rung 09, each step from 10_bf16_c to 10_four_stages with its
+   lanes paired, and 10_tma_store as built, all in the same rounds (does every step still rise?).
 Each pair alternates over three rounds, each round timed by helpers.bench (GPU time, interleaved with cuBLAS).
 """
 import os
@@ -64,11 +66,18 @@ def pairs():
     yield "10_four_stages", (("10_four_stages as built", four),
                              ("four stages, lanes paired", four.replace(ROW_STORES, PAIRED_STORES)),
                              ("10_tma_store as built", source("10_tma_store"), "10_tma_store"))
+    chain = [("09 as built (fp32 C)", nine, "09_setmaxnreg")]
+    for step in ("10_bf16_c", "10_persistent", "10_cluster_rows", "10_cluster", "10_four_stages"):
+        built = source(step)
+        assert ROW_STORES in built
+        chain.append((f"{step} paired", built.replace(ROW_STORES, PAIRED_STORES), step))
+    chain.append(("10_tma_store as built", source("10_tma_store"), "10_tma_store"))
+    yield "09_setmaxnreg", tuple(chain)
 
 
 if __name__ == "__main__":
     import sys
-    chosen = [int(a) for a in sys.argv[1:]]  # which experiments (1 to 4); all by default
+    chosen = [int(a) for a in sys.argv[1:]]  # which experiments (1 to 5); all by default
     for number, (rung_id, variants) in enumerate(pairs(), 1):
         if chosen and number not in chosen:
             continue
@@ -76,6 +85,10 @@ if __name__ == "__main__":
         if number == 1:
             for name, src, *_ in variants:
                 print(name, check(rung_id, 512, 512, 512, source=src))
+        if number == 5:  # each paired step, checked where every one of them runs
+            for name, src, step in variants[1:-1]:
+                for shape in ((512, 512, 512), (768, 1024, 1024)):
+                    print(name, check(step, *shape, source=src))
         if number in (3, 4):  # the clustered kernels of 4 take M only in multiples of 256
             shapes = ((512, 512, 512), (384, 256, 512), (768, 1024, 1024)) if number == 3 else \
                 ((512, 512, 512), (768, 1024, 1024), (1024, 512, 768))
