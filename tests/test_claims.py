@@ -143,36 +143,28 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
     assert says(text, f"at N = 4096 and 8192, {behind[0]:.1f} and {behind[1]:.1f} points behind it")
 
 
-def _bf16_stores_medians(*experiments: int) -> dict:
-    """{(N, variant): median TFLOP/s} from results/bf16_stores.log, over the sections of the given experiments (each
-    opens with a line `# K. ...`), so that a variant timed in two experiments is not pooled across their calls."""
+def _bf16_stores_rounds(*experiments: int) -> dict:
+    """{(N, variant): [TFLOP/s of each round]} from results/bf16_stores.log, over the sections of the given
+    experiments (each opens with a line `# K. ...`), so that a variant timed in two experiments is not pooled across
+    their calls."""
     import re
-    import statistics
     log = (ROOT / "results" / "bf16_stores.log").read_text()
-    sections = re.split(r"^# (?=\d\. )", log, flags=re.M)
     rates = {}
-    for section in sections:
+    for section in re.split(r"^# (?=\d\. )", log, flags=re.M):
         if section[:1].isdigit() and int(section[0]) in experiments:
             for n, name, tflops in re.findall(r"N=(\d+) round \d (.+?)\s{2,}([\d.]+) TFLOP/s", section):
                 rates.setdefault((int(n), name.strip()), []).append(float(tflops))
-    return {k: statistics.median(v) for k, v in rates.items()}
+    return rates
 
 
-def _bf16_stores_range(experiment: int, n: int, name: str) -> tuple[float, float]:
-    """The lowest and highest TFLOP/s of one variant's rounds at size n in one experiment of results/bf16_stores.log."""
-    import re
-    log = (ROOT / "results" / "bf16_stores.log").read_text()
-    section = "".join(s for s in re.split(r"^# (?=\d\. )", log, flags=re.M) if s.startswith(f"{experiment}."))
-    got = [float(t) for m, who, t in re.findall(r"N=(\d+) round \d (.+?)\s{2,}([\d.]+) TFLOP/s", section)
-           if int(m) == n and who.strip() == name]
-    return min(got), max(got)
+def _bf16_stores_medians(*experiments: int) -> dict:
+    import statistics
+    return {k: statistics.median(v) for k, v in _bf16_stores_rounds(*experiments).items()}
 
 
 def test_chapter_10_bf16_c_step_names_its_cause_from_the_recorded_experiment():
     """The one step down of the main path: the prose quotes ci/bf16_stores.py's recorded log, and the log says what
     the prose says (the launch path changes nothing, the bf16x2 stores alone cost 2-3%)."""
-    import re
-    import statistics
     med = _bf16_stores_medians(1, 2)
     for n in (4096, 8192):
         assert abs(med[n, "without"] / med[n, "with __cluster_dims__"] - 1) < 0.005, n
@@ -214,8 +206,8 @@ def test_chapter_10_names_the_paired_stores_and_their_measured_gain(monkeypatch)
     assert says(text, "`10_four_stages` runs at 1.08 and 1.05 times its rate as built, and step 4's TMA store then adds "
                       "only 1.01 times at N = 4096 and 1.002 at 8192, within the rounds' spread (experiment 4)")
     assert round(med[8192, store] / med[8192, four_paired], 3) == 1.002
-    spread = lambda name: _bf16_stores_range(4, 8192, name)  # noqa: E731
-    assert spread(store)[0] < spread(four_paired)[1]  # the two sets of rounds overlap
+    rounds = _bf16_stores_rounds(4)
+    assert min(rounds[8192, store]) < max(rounds[8192, four_paired])  # the two sets of rounds overlap
 
 
 def test_chapter_10_steps_5_and_6_claims_hold(data):
