@@ -1,9 +1,10 @@
 // Rung 10_beyond_cublas: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
 // Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups; here at 40/232 registers,
 // since the tile scheduler's arithmetic needs more than rung 09's 24). C is bf16, rounded from the fp32
-// accumulators as cuBLAS writes it: with every switch below off, one block per tile (10_bf16_c), that is the only
-// change from rung 09. What changes next, one switch at a time (a constexpr, or for PERSISTENT the launch's grid),
-// in the main path's order, so chapter 10 can time each step on its own:
+// accumulators as cuBLAS writes it, and neighbouring lanes swap halves so that each store still fills whole 32-byte
+// sectors, as rung 09's 8-byte fp32 stores did (common/epilogue.cuh): with every switch below off, one block per
+// tile (10_bf16_c), that is the only change from rung 09. What changes next, one switch at a time (a constexpr, or
+// for PERSISTENT the launch's grid), in the main path's order, so chapter 10 can time each step on its own:
 //   PERSISTENT work: one block per SM walks a list of tiles, so the producer fetches tile i+1 while the
 //     consumers write tile i; the ring's stage index and mbarrier parity run on across tiles.
 //   CLUSTER = 2: two CTAs on neighbouring SMs compute vertically adjacent tiles that need the same B tile. Each
@@ -19,8 +20,8 @@
 //     instruction moves four 8x8 bf16 matrices (16 bytes per lane) where EPILOGUE = 1 needs four 4-byte stores.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
-// New PTX: cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast, tma_store_2d, cp.async.bulk
-// commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
+// New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
+// tma_store_2d, cp.async.bulk commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
 //
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 row-major (tensor map and pointer);
 // M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use (the host asks the driver).
@@ -38,7 +39,7 @@
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
-constexpr int EPILOGUE = 2;                  // 0: registers -> global stores, 1: -> shared (st.shared) -> TMA store,
+constexpr int EPILOGUE = 2;                  // 0: registers -> global, 8 B per lane, 1: -> shared (st.shared) -> TMA store,
                                              // 2: -> shared (stmatrix) -> TMA store
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
@@ -168,11 +169,7 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
             // (+1 for odd i): pairs (i, i+1) are neighbours in a row and become one bf16x2.
             const int row = row0 + rank * BM + c * 64;
             if constexpr (EPILOGUE == 0) {
-#pragma unroll
-                for (int i = 0; i < WGMMA_N / 2; i += 2) {
-                    const int r = row + 16 * warp + lane / 4 + 8 * ((i / 2) % 2), col = col0 + 8 * (i / 4) + 2 * (lane % 4);
-                    *reinterpret_cast<__nv_bfloat162*>(&C[(size_t)r * N + col]) = __floats2bfloat162_rn(acc[i], acc[i + 1]);
-                }
+                store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);
             } else {
 #pragma unroll
                 for (int q = 0; q < BN / C_CHUNK; ++q) {

@@ -1,5 +1,6 @@
-// The shared-memory half of a wgmma epilogue: accumulators rounded to bf16 and written, with stmatrix, in the
-// layout a TMA store reads. Introduced in chapter 10 (its EPILOGUE = 2 step), shared with chapter 12.
+// A wgmma epilogue's two forms, accumulators rounded to bf16: straight to global memory in whole 32-byte sectors
+// (chapter 10's EPILOGUE = 0), or with stmatrix into the layout a TMA store reads (its EPILOGUE = 2 step, shared with
+// chapter 12).
 #pragma once
 #include <cuda_bf16.h>
 #include "common/mma_sync.cuh"
@@ -30,4 +31,27 @@ __device__ __forceinline__ void stmatrix_accumulators(unsigned char* buf, const 
                                pack_bf16x2(acc[i + 4], acc[i + 5]), pack_bf16x2(acc[i + 6], acc[i + 7])};
         stmatrix_x4(smem_addr(buf + 2 * swizzle<COLS>(r, 8 * (j + lane / 16))), v);
     }
+}
+
+// One warp's 16 rows of m64nN accumulators, rounded to bf16, straight to global memory at `gC` (the warp's first
+// row and the tile's first column; row stride `ld` elements). Each lane holds two neighbouring columns per 8-column
+// group, so a bf16x2 store per lane would write 4 bytes, and the 4 lanes of a row would cover 16 bytes: half of a
+// 32-byte sector per instruction, the other half left to the next one. Instead lanes 2u and 2u+1 swap one bf16x2
+// (shfl.sync.bfly 1): the even lane keeps group j's pair and takes its neighbour's, the odd lane takes group j+1's
+// pair from its neighbour and keeps its own. Each lane then writes 4 neighbouring columns with one 8-byte store,
+// and the 4 lanes of a row fill a whole sector: 32 shuffles and 32 stores of 8 bytes where there were 64 of 4.
+template <int N>
+__device__ __forceinline__ void store_accumulators_paired(__nv_bfloat16* gC, int ld, const float (&acc)[N / 2],
+                                                          int lane) {
+    const bool odd = lane & 1;
+#pragma unroll
+    for (int i = 0; i < N / 2; i += 8)       // accumulators of column groups j = i / 4 and j + 1
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {        // rows lane / 4 and lane / 4 + 8
+            const unsigned lo = pack_bf16x2(acc[i + 2 * h], acc[i + 2 * h + 1]);      // group j
+            const unsigned hi = pack_bf16x2(acc[i + 4 + 2 * h], acc[i + 5 + 2 * h]);  // group j + 1
+            const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? lo : hi, 1);
+            const int r = lane / 4 + 8 * h, col = 8 * (i / 4) + 8 * odd + 4 * ((lane % 4) / 2);
+            *reinterpret_cast<uint2*>(gC + (size_t)r * ld + col) = odd ? make_uint2(got, hi) : make_uint2(lo, got);
+        }
 }
