@@ -197,7 +197,8 @@ def progress(items, what: str):
 
 
 def _function_text(source: str, entry: str) -> str:
-    """From `extern "C" __global__ ... entry(` to the closing brace at column 0."""
+    """From the comment above `... entry(` (a kernel's `extern "C" __global__` line, a device function's template line)
+    to the closing brace at column 0."""
     lines = source.splitlines()
     start = next(i for i, line in enumerate(lines) if f" {entry}(" in line or line.startswith(f"{entry}("))
     while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith("}"):
@@ -215,10 +216,12 @@ def show_source(item, entry: str | None = None) -> None:
     _display_code(_function_text(text, entry) if entry else text, "cuda")
 
 
-def show_file(relpath: str) -> None:
-    """Show a file under kernels/, e.g. the PTX wrappers in 'common/mma_sync.cuh'."""
+def show_file(relpath: str, entry: str | None = None) -> None:
+    """Show a file under kernels/, e.g. the PTX wrappers in 'common/mma_sync.cuh', or just one function of it (with
+    the comment above it)."""
     from .registry import KERNELS
-    _display_code((KERNELS / relpath).read_text(), "cuda")
+    text = (KERNELS / relpath).read_text()
+    _display_code(_function_text(text, entry) if entry else text, "cuda")
 
 
 def show_python(obj) -> None:
