@@ -69,7 +69,7 @@ _BEYOND = _beyond()
 # Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (ci/tune.py records them at
 # N = 6144 and 12288, where all three tiles fill their waves alike; tests/test_claims.py holds these to that run).
 MID_RATE = 0.97     # 128 x 192: 25% more L2 and shared-memory bytes per FLOP than 128 x 256
-NARROW_RATE = 0.84  # 128 x 128: 50% more; measured, not derived: no probe says which path binds it (no profile)
+NARROW_RATE = 0.82  # 128 x 128: 50% more; measured, not derived: no probe says which path binds it (no profile)
 
 RUNGS: tuple[Rung, ...] = (
     Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
