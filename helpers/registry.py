@@ -65,7 +65,8 @@ def _beyond(*sass: str) -> dict:
                 operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"})
 
 
-_BEYOND = _beyond()
+# EPILOGUE = 0: neighbouring lanes swap a bf16 pair, then each stores 8 bytes (common/epilogue.cuh)
+_PAIRED = ("SHFL.BFLY", "STG.E.64")
 # Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (ci/tune.py records them at
 # N = 6144 and 12288, where all three tiles fill their waves alike; tests/test_claims.py holds these to that run).
 MID_RATE = 0.97     # 128 x 192: 25% more L2 and shared-memory bytes per FLOP than 128 x 256
@@ -125,19 +126,20 @@ RUNGS: tuple[Rung, ...] = (
          target=(620, 4096, "tflops")),
     # Rung 09's kernel as chapter 10's file builds it, one block per tile: the only change is C, written as bf16.
     Rung("10_bf16_c", "rung 09 writing bf16 C, one block per tile", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **{**_BEYOND, "grid": "tile_list"}),
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
+         **{**_beyond(*_PAIRED), "grid": "tile_list"}),
     Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_BEYOND),
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     Rung("10_grouped", "+ grouped tile order for L2", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_BEYOND),
+         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     Rung("10_cluster_rows", "+ 2x1 clusters, B multicast, tiles row by row", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST")),
+         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
     Rung("10_cluster", "+ 2x1 clusters, B multicast, grouped order", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST")),
+         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
     # The ring's fourth stage, once the cluster's grouped order keeps the operands in L2 (at rung 07 it cost DRAM
     # traffic at 8192 instead: 07_four_stages). Every later step keeps four, what the budget holds.
     Rung("10_four_stages", "+ a 4-stage ring", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST")),
+         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
     Rung("10_tma_store", "+ TMA-store epilogue", "gemm_beyond_cublas",
          config={"EPILOGUE": 1}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
     Rung("10_stmatrix", "+ stmatrix into the store buffers", "gemm_beyond_cublas",

@@ -39,8 +39,8 @@
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
-constexpr int EPILOGUE = 2;                  // 0: registers -> global, 8 B per lane, 1: -> shared (st.shared) -> TMA store,
-                                             // 2: -> shared (stmatrix) -> TMA store
+constexpr int EPILOGUE = 2;                  // 0: registers -> global (8 B a lane), 1: -> shared (st.shared) -> TMA
+                                             // store, 2: -> shared (stmatrix) -> TMA store
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA

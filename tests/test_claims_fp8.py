@@ -77,7 +77,7 @@ def test_chapter_12_climb_and_target(data, text):
     tuned = c["cuBLASLt FP8 fast autotuned"]["tflops"] / c["cuBLASLt FP8 fast heuristic"]["tflops"] - 1
     first = _row(data, FP8, 4096)["tflops"] / c["cuBLASLt FP8 fast heuristic"]["tflops"]
     assert says(text, f"beats the heuristic's first choice by {tuned:.1%}; against that first choice rung 12 is at "
-                      f"{first:.1%}")
+                      f"{first:.1%}, just behind it") and 0.99 < first < 1
     rank8, of8, tile8 = _algorithm(_row(data, FP8, 8192)["cublas_ref"])
     assert (rank8, of8) == (1, 1) and "fastest of" not in _row(data, FP8, 8192)["cublas_ref"]
     assert says(text, f"offers a single fast-accumulation algorithm, the heuristic's #1 of 1, a {tile8} tile")
@@ -90,7 +90,7 @@ def test_chapter_12_climb_and_target(data, text):
     assert says(text, f"This run measured {up[8192]:.2f} at N = 8192 (and {up[4096]:.2f} at 4096)")
 
 
-def test_chapter_12_says_the_4096_crosscheck_passes_at_the_edge_of_the_bar(data, text):
+def test_chapter_12_says_the_4096_crosscheck_fails_at_the_edge_of_the_bar(data, text):
     bar = _crosscheck_bar()
     cc = {n: data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)}
     assert all(c["cache_control"] == "none" for c in cc.values()) and says(text, "with `--cache-control none`")
@@ -100,39 +100,58 @@ def test_chapter_12_says_the_4096_crosscheck_passes_at_the_edge_of_the_bar(data,
     assert c8["ok"] and abs(c8["gap_points"]) < bar
     assert says(text, f"At 8192 the two agree: Nsight Compute gives {c8['ncu_ratio']:.1%} against the harness's "
                       f"{c8['harness_ratio']:.1%}, a gap of {c8['gap_points']:.1f} points")
-    # "passes, but only just": inside the bar, within a tenth of it from the edge; the day the gap moves well inside
-    # the bar or over it, this paragraph must change
+    # "the check fails", just over the bar: the recorded verdict and the bar agree, and the gap is within a tenth of
+    # the bar from its edge; the day the gap moves back under the bar or well over it, this paragraph must change
     gap4 = c4["gap_points"]
-    assert c4["ok"] and 0.9 * bar < abs(gap4) <= bar
-    assert says(text, f"At 4096 the check passes, but only just: Nsight Compute gives {c4['ncu_ratio']:.1%} against the "
-                      f"harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.1f} points ({gap4:.2f} before rounding), "
-                      f"at the very edge of the {bar:.0f}-point bar, with caches flushed in neither")
-    assert says(text, f"a check that passes by {bar - abs(gap4):.2f} points does not settle it")
-    assert not says(text, "they still disagree")
+    assert c4["ok"] == (abs(gap4) <= bar)
+    assert not c4["ok"] and bar < abs(gap4) <= 1.1 * bar
+    assert says(text, f"At 4096 **the check fails**: Nsight Compute gives {c4['ncu_ratio']:.1%} against the "
+                      f"harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.2f} points, just over the {bar:.0f}-point "
+                      f"bar, with caches flushed in neither")
+    for claim in ("the check passes", "check that passes by", "passes, but only just", "so the ratios are the "
+                  "kernels' own", "the 4096 ratio is checked", "Nsight Compute agrees with the harness at 4096"):
+        assert not says(text, claim), claim
     # "not the agreement the other rows show": the 8192 gap and rung 10's are each a small part of the 4096 one
     assert all(abs(g) < abs(gap4) / 2 for g in (c8["gap_points"], *(data["crosscheck"][f"{BF16}@{n}"]["gap_points"]
                                                                      for n in (4096, 8192))))
-    assert says(text, "The cause is not found yet") and not says(text, "so the ratios are the kernels' own")
+    assert says(text, "The cause is not found yet")
     g10 = [data["crosscheck"][f"{BF16}@{n}"] for n in (4096, 8192)]
     assert all(g["ok"] and g["cache_control"] == "none" for g in g10)
     assert says(text, f"agrees at both sizes ({g10[0]['gap_points']:+.1f} and {g10[1]['gap_points']:+.1f} points)")
-    # where the gap sits: rung 12's own time moves under ncu, cuBLASLt's does not
-    assert c4["ncu_kernel_ms"] / c4["harness_kernel_ms"] - 1 > 0.03
-    assert abs(c4["ncu_cublas_ms"] / c4["harness_cublas_ms"] - 1) < 0.01
-    assert says(text, f"The gap is in rung 12's time, not cuBLASLt's: Nsight Compute times rung 12 at "
-                      f"{c4['ncu_kernel_ms'] * 1e3:.1f} µs per call against the "
-                      f"harness's {c4['harness_kernel_ms'] * 1e3:.1f} µs, and the cuBLASLt kernel at "
-                      f"{c4['ncu_cublas_ms'] * 1e3:.1f} µs against {c4['harness_cublas_ms'] * 1e3:.1f} µs")
-    # the cross-check's rounds chose the table's algorithm and timed rung 12 alike; only cuBLASLt's time moved
+    # where the gap sits: rung 12's own time moves under ncu (longer), cuBLASLt's a little (shorter), so most of it
+    # is rung 12's
+    kmove = c4["ncu_kernel_ms"] / c4["harness_kernel_ms"] - 1
+    cmove = c4["ncu_cublas_ms"] / c4["harness_cublas_ms"] - 1
+    assert kmove > 0.02 and -0.01 < cmove < 0 and kmove > 3 * abs(cmove)
+    assert says(text, f"Most of the gap is in rung 12's time, not cuBLASLt's: Nsight Compute times rung 12 at "
+                      f"{c4['ncu_kernel_ms'] * 1e3:.1f} µs per call against the harness's "
+                      f"{c4['harness_kernel_ms'] * 1e3:.1f} µs, {kmove:.1%} longer, and the cuBLASLt kernel at "
+                      f"{c4['ncu_cublas_ms'] * 1e3:.1f} µs against {c4['harness_cublas_ms'] * 1e3:.1f} µs, "
+                      f"{-cmove:.1%} shorter")
+    # the clocks ncu recorded: rung 12 ran at the higher one and still took longer than in the harness
+    assert c4["ncu_kernel_mhz"] > c4["ncu_cublas_mhz"]
+    assert says(text, f"under Nsight Compute rung 12's launches ran at {c4['ncu_kernel_mhz']:,.0f} MHz and cuBLASLt's "
+                      f"at {c4['ncu_cublas_mhz']:,.0f}, so rung 12 had the higher clock and still took {kmove:.1%} "
+                      f"longer than in the harness")
+    # the cross-check's rounds chose the table's algorithm; they timed both contenders a little faster than the table
     table, row4 = data["baselines"]["e4m3-TN-bf16@4096x4096x4096"], _row(data, FP8, 4096)
     own, tabled = _algorithm(c4["cublas"])[0], _algorithm(row4["cublas_ref"])[0]
-    assert own == tabled and f"{c4['harness_kernel_ms'] * 1e3:.1f}" == f"{row4['ms'] * 1e3:.1f}"
+    assert own == tabled
     assert says(text, f"Their fastest cuBLASLt was the table's too, the heuristic's #{own}, at "
-                      f"{c4['harness_cublas_ms'] * 1e3:.1f} µs; the table's rounds timed it at {table['ms'] * 1e3:.1f} µs, "
-                      f"and rung 12 at {row4['ms'] * 1e3:.1f} µs in both, so the harness says {c4['harness_ratio']:.1%} "
-                      f"here and {row4['ratio']:.1%} in the table")
-    assert says(text, f"at 4096 it gives {c4['ncu_ratio']:.1%} against the harness's {c4['harness_ratio']:.1%}, a gap "
-                      f"of {gap4:.1f} points at the edge of the {bar:.0f}-point bar, for a reason not yet found")
+                      f"{c4['harness_cublas_ms'] * 1e3:.1f} µs, and they timed rung 12 at "
+                      f"{c4['harness_kernel_ms'] * 1e3:.1f} µs; the table's rounds timed the two at "
+                      f"{table['ms'] * 1e3:.1f} and {row4['ms'] * 1e3:.1f} µs, so the harness says "
+                      f"{c4['harness_ratio']:.1%} here and {row4['ratio']:.1%} in the table")
+    # not confirmed: the harness's figures named as such, Nsight Compute's lower one beside them
+    assert c4["ncu_ratio"] < min(c4["harness_ratio"], row4["ratio"])
+    assert says(text, f"**the 4096 ratio is not confirmed**: the table's {row4['ratio']:.1%} (and the cross-check "
+                      f"rounds' {c4['harness_ratio']:.1%}) are the harness's figures, and Nsight Compute's lower "
+                      f"{c4['ncu_ratio']:.1%} stands beside them. The 8192 ratio is checked")
+    assert says(text, f"rung 12 reaches {row4['ratio']:.1%} and {_row(data, FP8, 8192)['ratio']:.1%} (the 4096 figure "
+                      f"is the harness's, which the cross-check below does not confirm)")
+    assert says(text, f"at 4096 the cross-check fails: Nsight Compute gives {c4['ncu_ratio']:.1%} against the "
+                      f"harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.2f} points, over the {bar:.0f}-point bar, "
+                      f"for a reason not yet found, so the 4096 ratio is not confirmed")
 
 
 def test_chapter_12_ceiling_and_power(data, text):
@@ -148,17 +167,16 @@ def test_chapter_12_ceiling_and_power(data, text):
     below = 100 * (s8["burst_ratio"] - s8["ratio"])
     assert says(text, f"rung 12 holds {s8['ratio']:.1%} of cuBLASLt ({s8['tflops']:,.0f} against "
                       f"{s8['cublas_tflops']:,.0f} TFLOP/s), {below:.1f} points below its bursts "
-                      f"({s8['burst_ratio']:.1%})") and below > 0.5
-    # "keeps the higher clock and still falls behind": at the cap, FLOP/s = watts / (J per FLOP)
-    assert s8["sm_clock_mhz"] > s8["cublas_sm_clock_mhz"] and s8["tflops"] < s8["cublas_tflops"]
+                      f"({s8['burst_ratio']:.1%}): the cap takes about as much from each") and 0 <= below < 0.5
+    # "at the same clock ... still falls a little behind": at the cap, FLOP/s = watts / (J per FLOP)
+    assert s8["sm_clock_mhz"] == s8["cublas_sm_clock_mhz"] and s8["tflops"] < s8["cublas_tflops"]
     assert s8["pj_per_flop"] > s8["cublas_pj_per_flop"]
-    assert says(text, f"Rung 12 even keeps the higher clock, {s8['sm_clock_mhz']:,.0f} MHz against cuBLASLt's "
-                      f"{s8['cublas_sm_clock_mhz']:,.0f}, and still falls behind")
+    assert says(text, "At the same clock rung 12 still falls a little behind")
     assert says(text, f"each of rung 12's FLOP costs {s8['pj_per_flop']:.3f} pJ against cuBLASLt's "
                       f"{s8['cublas_pj_per_flop']:.3f}")
-    lo, hi = sorted((s8["sm_clock_mhz"], s8["cublas_sm_clock_mhz"]))
     burst_mhz = _row(data, FP8, 8192)["sm_clock_mhz"]
-    assert says(text, f"the clock down from the bursts' {burst_mhz:,.0f} MHz to {lo:,.0f}-{hi:,.0f} MHz")
+    assert says(text, f"the clock down from the bursts' {burst_mhz:,.0f} MHz to {s8['sm_clock_mhz']:,.0f} MHz for "
+                      f"both")
     assert says(text, f"back to back: {s8['power_w']:.0f} and {s8['cublas_power_w']:.0f} W")
     assert all(w > 0.98 * 700 for w in (s8["power_w"], s8["cublas_power_w"]))  # "run into the cap"
     pj = sorted((s8["pj_per_flop"], s8["cublas_pj_per_flop"]))
@@ -177,22 +195,27 @@ def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, mon
     assert s4["host_bound"] == ["cuBLAS"] and s8["host_bound"] == []
     assert says(text, f"it took about {s4['cublas_host_us']:.0f} µs of host time per call in the bursts, while the "
                       f"call runs for about {s4['cublas_gpu_us']:.0f} µs on the GPU")
-    # the back-to-back line of this run: at the cap, a little slower per call than the bursts' host time, but not by
-    # the margin ladder.sustained asks of a full queue (host time under 80% of GPU time)
+    # the back-to-back line of this run: cuBLASLt under the cap (rung 12 at it), and a call every per_call µs, less
+    # than the bursts' host time per call, so the host queued faster back to back than the bursts measured
     per_call = 2 * 4096**3 / (s4["cublas_tflops"] * 1e12) * 1e6
-    assert s4["cublas_power_w"] > 0.98 * 700 and s4["power_w"] > 0.98 * 700
-    assert s4["cublas_host_us"] < per_call and s4["cublas_host_us"] >= 0.8 * per_call
-    assert says(text, f"cuBLASLt drew {s4['cublas_power_w']:.0f} W at {s4['cublas_sm_clock_mhz']:,.0f} MHz, at the cap "
-                      f"like rung 12, and ran at {s4['cublas_tflops']:,.0f} TFLOP/s, about {per_call:.0f} µs per call: "
-                      f"more than the {s4['cublas_host_us']:.0f} µs the host needs to queue one, but only by about "
-                      f"{per_call - s4['cublas_host_us']:.0f} µs")
-    # "does not look like a GPU-time measurement": far from the bursts, and cuBLASLt's rounds scatter, rung 12's do not
+    assert s4["cublas_power_w"] < 0.98 * 700 and s4["power_w"] > 0.98 * 700
+    assert per_call < s4["cublas_host_us"]
+    assert says(text, "This run's back-to-back line neither shows that nor rules it out")
+    assert says(text, f"cuBLASLt drew {s4['cublas_power_w']:.0f} W at {s4['cublas_sm_clock_mhz']:,.0f} MHz, under the "
+                      f"cap where rung 12 drew {s4['power_w']:.0f} W, and ran at {s4['cublas_tflops']:,.0f} TFLOP/s, "
+                      f"about {per_call:.0f} µs per call: less than the {s4['cublas_host_us']:.0f} µs the host took to "
+                      f"queue one in the bursts")
+    # far from the bursts where the cell's other rows are not; but cuBLASLt's rounds hardly scatter more than rung 12's
     assert abs(s4["ratio"] - s4["burst_ratio"]) > 0.02
-    assert says(text, f"The two lines would give {s4['ratio']:.1%}, far from the bursts' {s4['burst_ratio']:.1%}")
+    others = [sustained(BF16, 4096), sustained(BF16, 8192), s8]
+    assert all(not o["host_bound"] and abs(o["ratio"] - o["burst_ratio"]) < 0.01 for o in others)
+    assert says(text, f"The two lines would give {s4['ratio']:.1%}, {100 * abs(s4['ratio'] - s4['burst_ratio']):.1f} "
+                      f"points from the bursts' {s4['burst_ratio']:.1%}, where the other three back-to-back rows of "
+                      f"the cell stay within a point of their bursts")
     ci, ki = s4["cublas_iqr"], s4["tflops_iqr"]
-    assert (ci[1] - ci[0]) > 5 * (ki[1] - ki[0])
-    assert says(text, f"with an interquartile range from {ci[0]:,.0f} to {ci[1]:,.0f} TFLOP/s against rung 12's "
-                      f"{ki[0]:,.0f} to {ki[1]:,.0f}")
+    assert s4["rounds"] == 4 and (ki[1] - ki[0]) < (ci[1] - ci[0]) < 2 * (ki[1] - ki[0])
+    assert says(text, f"yet cuBLASLt's four rounds scatter little more than rung 12's, with an interquartile range "
+                      f"from {ci[0]:,.0f} to {ci[1]:,.0f} TFLOP/s against rung 12's {ki[0]:,.0f} to {ki[1]:,.0f}")
     assert says(text, "The flag stays all the same")
 
 
@@ -248,10 +271,13 @@ def test_chapter_11_quotes_chapter_12_as_recorded(data):
                       f"{ratio[1]:.1%} of cuBLASLt's FP8 GEMM with fast accumulation")
     cc = [data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)]
     bar = _crosscheck_bar()
-    assert cc[1]["ok"] and cc[0]["ok"] and 0.9 * bar < abs(cc[0]["gap_points"]) <= bar  # at the edge of the bar
-    assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 it gives {cc[0]['ncu_ratio']:.1%} against the "
-                      f"harness's {cc[0]['harness_ratio']:.1%}, a gap of {cc[0]['gap_points']:.1f} points at the edge "
-                      f"of the {bar:.0f}-point bar, for a reason chapter 12 has not yet found")
+    # just over the bar: the check fails at 4096, and the bullet must say so
+    assert cc[1]["ok"] and not cc[0]["ok"] and bar < abs(cc[0]["gap_points"]) <= 1.1 * bar
+    assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 the cross-check fails: Nsight Compute gives "
+                      f"{cc[0]['ncu_ratio']:.1%} against the harness's {cc[0]['harness_ratio']:.1%}, a gap of "
+                      f"{cc[0]['gap_points']:.2f} points, over the {bar:.0f}-point bar, for a reason chapter 12 has not "
+                      f"yet found, so the 4096 ratio is not confirmed")
+    assert not says(text, "confirms the 4096") and not says(text, "at the edge of the 3-point bar")
 
 
 def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
@@ -275,7 +301,7 @@ def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
     assert says(text, f"in the table's rounds the heuristic's #{rank2} came within {win / t2 - 1:.1%} of it "
                       f"({t2:,.1f} against {win:,.1f} TFLOP/s)") and win / t2 - 1 < 0.01
     srank, _, stile = _algorithm(data["sustained"][f"{FP8}@4096"]["cublas_ref"])
-    assert srank == rank2 and says(text, f"the power cell's rounds above crowned #{srank}, a {stile} tile")
+    assert srank == rank and stile == tile and says(text, f"the power cell's rounds above crowned #{srank} too")
 
 
 def test_chapter_12_names_the_limit_the_profile_shows():
