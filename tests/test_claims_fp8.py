@@ -275,8 +275,8 @@ def test_chapter_11_quotes_chapter_12_as_recorded(data):
     assert cc[1]["ok"] and not cc[0]["ok"] and bar < abs(cc[0]["gap_points"]) <= 1.1 * bar
     assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 the cross-check fails: Nsight Compute gives "
                       f"{cc[0]['ncu_ratio']:.1%} against the harness's {cc[0]['harness_ratio']:.1%}, a gap of "
-                      f"{cc[0]['gap_points']:.2f} points, over the {bar:.0f}-point bar, for a reason chapter 12 has not "
-                      f"yet found, so the 4096 ratio is not confirmed")
+                      f"{cc[0]['gap_points']:.2f} points, over the {bar:.0f}-point bar, for a reason chapter 12 has "
+                      f"not yet found, so the 4096 ratio is not confirmed")
     assert not says(text, "confirms the 4096") and not says(text, "at the edge of the 3-point bar")
 
 
@@ -318,6 +318,8 @@ def test_chapter_12_names_the_limit_the_profile_shows():
     md = prose("".join(nb["cells"][i]["source"]))
     x, b = limit_of(FP8, 8192), limit_of(BF16, 8192)
     e, eb = recorded_entry("profiles", f"{FP8}@8192"), recorded_entry("profiles", f"{BF16}@8192")
+    intro = prose("".join(nb["cells"][ids.index("ch12-37")]["source"]))  # the section's opening names both runs
+    assert says(intro, f"rung 12's recorded in run {e['run']}, rung 10's in run {eb['run']}")
     assert x["roof"] == b["roof"] and x["pipe"] == b["pipe"] == "tensor"  # "the same roof"
     assert says(md, f"Nsight Compute on {FP8} at N = 8192 (run {e['run']}): the top stall is `{x['top_stall']}` "
                     f"({x['top_share']:.0%} of the sampled stalls), the tensor pipe is busy {x['pipe_pct']:.0f}% of "
