@@ -13,11 +13,11 @@
 //     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them. It pays once pairs
 //     share B; alone (10_grouped) it costs.
 //   STAGES: the ring's depth, derived from the budget (4 stages, also with the C staging buffers); the steps up to
-//     10_cluster hold it at 3, as rungs 07 to 09 do, and 10_four_stages adds the fourth.
-//   EPILOGUE = 1: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
+//     10_tma_store hold it at 3, as rungs 07 to 09 do, and the last step adds the fourth.
+//   EPILOGUE = 2: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
 //     64 x 64 chunks through C_BUFFERS buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
-//   EPILOGUE = 2: the same, but each warp writes its accumulators into those buffers with stmatrix: one
-//     instruction moves four 8x8 bf16 matrices (16 bytes per lane) where EPILOGUE = 1 needs four 4-byte stores.
+//     Each warp writes its accumulators into those buffers with stmatrix: one instruction moves four 8x8 bf16
+//     matrices (16 bytes per lane); EPILOGUE = 1 (10_sts_store) writes them with four 4-byte stores instead.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
 // New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
