@@ -99,6 +99,7 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
     step = lambda a, b: f"×{t(b, 4096) / t(a, 4096):.2f} and ×{t(b, 8192) / t(a, 8192):.2f}"  # noqa: E731
     pct = lambda a, b, n: f"{100 * (t(b, n) / t(a, n) - 1):.1f}%"  # noqa: E731
     P, C, G, R, F, S = "10_persistent", "10_cluster", "10_grouped", "10_cluster_rows", "10_four_stages", "10_tma_store"
+    T, M = "10_sts_store", "10_stmatrix"
     expected = [
         f"{step('09_setmaxnreg', '10_bf16_c')} at N = 4096 and 8192",
         f"the tensor pipe from {tp('09_setmaxnreg', 4096)} to {tp('10_bf16_c', 4096)} busy at 4096 and from "
@@ -111,28 +112,28 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
         f"({gb(P, 4096)} of DRAM reads before the step, {gb(C, 4096)} after), and the step gains {pct(P, C, 4096)}",
         f"(`10_cluster_rows`) measure {step(P, R)}",
         f"reads stay at {gb(R, 8192)} and the L2 hit rate at {hit(R, 8192)}",
-        f"costs {step(P, G)}: the L2 hit rate stays where it was ({hit(P, 8192)} → {hit(G, 8192)}), the DRAM reads rise "
+        f"costs {step(P, G)}: the L2 hit rate barely moves ({hit(P, 8192)} → {hit(G, 8192)}), the DRAM reads rise "
         f"({gb(P, 8192)[:-3]} → {gb(G, 8192)}) and the tensor pipe is less busy ({tp(P, 8192)} → {tp(G, 8192)})",
-        f"{step(C, F)}, the tensor pipe from {tp(C, 4096)} to {tp(F, 4096)} at N = 4096 and from {tp(C, 8192)} to "
-        f"{tp(F, 8192)} at 8192, with DRAM reads at 8192 up only from {gb(C, 8192)[:-3]} to {gb(F, 8192)}",
-        f"one flat step: {step(F, S)} ({pct(F, S, 4096)} and {pct(F, S, 8192)})",
-        f"as busy after it as before ({tp(F, 4096)} and {tp(S, 4096)} at N = 4096, {tp(F, 8192)} and {tp(S, 8192)} at "
-        f"8192), level with cuBLAS's {tp('cublas', 4096)} and {tp('cublas', 8192)}",
-        f"the last step of the path, {pct(S, FINAL, 4096)} and {pct(S, FINAL, 8192)} faster",
-        f"as busy as before ({tp('10_stmatrix', 4096)} at 4096, {tp('10_stmatrix', 8192)} at 8192)",
+        f"(step 4): {step(C, S)} ({pct(C, S, 4096)} and {pct(C, S, 8192)}), the tensor pipe from {tp(C, 4096)} to "
+        f"{tp(S, 4096)} at N = 4096 and from {tp(C, 8192)} to {tp(S, 8192)} at 8192",
+        f"runs within {max(abs(100 * (t(S, n) / t(T, n) - 1)) for n in (4096, 8192)):.1f}% of it at both sizes",
+        f"{step(S, FINAL)}, the tensor pipe from {tp(S, 4096)} to {tp(FINAL, 4096)} at N = 4096 and from {tp(S, 8192)} to "
+        f"{tp(FINAL, 8192)} at 8192, with DRAM reads at 8192 up only from {gb(S, 8192)[:-3]} to {gb(FINAL, 8192)}",
+        f"`10_four_stages`, measures {step(C, F)}, and the TMA store after it (`10_stmatrix`) only {step(F, M)}",
+        f"as busy as before ({tp(S, 4096)} at 4096, {tp(S, 8192)} at 8192)",
     ]
     for phrase in expected:
         assert says(text, phrase), phrase
     # the directions the list states
-    assert all(t("09_setmaxnreg", n) < t("10_bf16_c", n) < t(P, n) < t(C, n) < t(F, n) for n in (4096, 8192))
+    assert all(t("09_setmaxnreg", n) < t("10_bf16_c", n) < t(P, n) < t(C, n) for n in (4096, 8192))
     assert _l2(data, "10_bf16_c", 8192, "dram_read_gb") > _l2(data, "09_setmaxnreg", 8192, "dram_read_gb")  # "rise"
     assert _l2(data, C, 8192, "dram_read_gb") < 0.6 * _l2(data, P, 8192, "dram_read_gb")
     assert _l2(data, C, 4096, "dram_read_gb") <= _l2(data, P, 4096, "dram_read_gb") < 0.25  # "fit in L2 already"
     assert t(R, 4096) < 1.005 * t(P, 4096) and all(t(G, n) < t(P, n) for n in (4096, 8192))  # either half alone
-    assert abs(_l2(data, G, 8192, "l2_hit_pct") - _l2(data, P, 8192, "l2_hit_pct")) < 1
-    assert _l2(data, F, 8192, "dram_read_gb") < 1.2 * _l2(data, C, 8192, "dram_read_gb")  # "up only"
-    assert t(S, 8192) / t(F, 8192) < 1.005 and abs(_l2(data, S, 8192, "tensor_pipe_pct")
-                                                   - _l2(data, F, 8192, "tensor_pipe_pct")) < 1  # flat, as busy
+    assert abs(_l2(data, G, 8192, "l2_hit_pct") - _l2(data, P, 8192, "l2_hit_pct")) < 2  # "barely moves"
+    assert all(t(C, n) < t(S, n) < t(FINAL, n) for n in (4096, 8192))  # the path's last two steps rise
+    assert t(M, 8192) / t(F, 8192) < 1.005 < t(FINAL, 8192) / t(S, 8192)  # second in the other order: almost nothing
+    assert _l2(data, FINAL, 8192, "dram_read_gb") < 1.2 * _l2(data, S, 8192, "dram_read_gb")  # "up only"
     shown = ("09_setmaxnreg", *(r.id for r in RUNGS if r.chapter == "10"), "cublas")
     runs = {data["l2_schedule"][f"{w}@{n}"]["run"] for w in shown for n in (4096, 8192)}
     (l2_run,) = runs
@@ -211,21 +212,19 @@ def test_chapter_10_names_the_paired_stores_and_their_measured_gain(monkeypatch)
 
 
 def test_chapter_10_names_what_the_order_of_the_tma_store_and_the_fourth_stage_costs():
-    """Experiment 6 of ci/bf16_stores.py: before the fourth stage the TMA store rises at both sizes, and the fourth stage
-    after it too, each clear of the rounds' spread; after the fourth stage (the recorded path) it is flat at 8192."""
+    """Experiment 6 of ci/bf16_stores.py, before the run that took its order: before the fourth stage the TMA store rises
+    at both sizes, and the fourth stage after it too, each clear of the rounds' spread; after it, flat at 8192."""
     rounds, med = _bf16_stores_rounds(6), _bf16_stores_medians(6)
     c, t3, f4, t4 = "10_cluster (3 stages)", "TMA store, 3 stages", "10_four_stages", "10_tma_store, 4 stages"
     f = lambda a, b, n: med[n, b] / med[n, a]  # noqa: E731
     for a, b in ((c, t3), (t3, t4)):  # the swapped order: every step clear of the spread at both sizes
         assert all(min(rounds[n, b]) > max(rounds[n, a]) for n in (4096, 8192)), (a, b)
-    assert min(rounds[8192, t4]) < max(rounds[8192, f4])  # the recorded order: the TMA store within the spread
+    assert min(rounds[8192, t4]) < max(rounds[8192, f4])  # the other order: the TMA store within the spread
     assert all(f(c, t3, n) < f(c, f4, n) and f(f4, t4, n) < f(t3, t4, n) for n in (4096, 8192))  # second gains less
     text = _markdown("10_beyond_cublas.ipynb")
-    assert says(text, f"the TMA store buys ×{f(c, t3, 4096):.3f} at N = 4096 and ×{f(c, t3, 8192):.3f} at 8192, and the "
-                      f"fourth stage after it ×{f(t3, t4, 4096):.3f} and ×{f(t3, t4, 8192):.3f}, each beyond its rounds' "
-                      f"spread; in this chapter's order the same rounds give the fourth stage ×{f(c, f4, 4096):.3f} and "
-                      f"×{f(c, f4, 8192):.3f} and then the TMA store ×{f(f4, t4, 4096):.3f} and ×{f(f4, t4, 8192):.3f}")
-    assert says(text, "The next recorded run should take the TMA store first.")
+    assert says(text, f"Experiment 6 of `ci/bf16_stores.py` found the same in rounds of its own, before this run: taken "
+                      f"first, the TMA store bought ×{f(c, t3, 4096):.3f} and ×{f(c, t3, 8192):.3f}; taken second, "
+                      f"×{f(f4, t4, 4096):.3f} and ×{f(f4, t4, 8192):.3f}")
 
 
 def test_chapter_10_steps_5_and_6_claims_hold(data):
@@ -233,11 +232,11 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
     shape: the factors, ratios and busy fractions the prose quotes at N = 1024 and 3072."""
     text = _markdown("10_beyond_cublas.ipynb")
     assert says(text, "exactly the 262,144 `STS` warp instructions the model predicts at N = 4096")
-    assert _l2(data, "10_tma_store", 4096, "shared_store_inst") == 262144 == (4096 // 128) * (4096 // 256) * 8 * 64
-    assert _l2(data, "10_stmatrix", 4096, "shared_store_inst") == 0
+    assert _l2(data, "10_sts_store", 4096, "shared_store_inst") == 262144 == (4096 // 128) * (4096 // 256) * 8 * 64
+    assert _l2(data, "10_tma_store", 4096, "shared_store_inst") == 0
     for n in (4096, 8192):
-        assert abs(_l2(data, "10_tma_store", n, "tensor_pipe_pct") - _l2(data, "10_stmatrix", n, "tensor_pipe_pct")) < 0.5
-        assert abs(_ratio(data, "10_stmatrix", n) - _ratio(data, "10_tma_store", n)) < 0.005  # "a few tenths of a point"
+        assert abs(_l2(data, "10_sts_store", n, "tensor_pipe_pct") - _l2(data, "10_tma_store", n, "tensor_pipe_pct")) < 0.5
+        assert abs(_ratio(data, "10_tma_store", n) - _ratio(data, "10_sts_store", n)) < 0.005  # "a few tenths of a point"
     g = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
     f3072, f1024 = (g(FINAL, n)["tflops"] / g("10_stmatrix", n)["tflops"] for n in (3072, 1024))
     assert says(text, f"{f3072:.2f} times as fast as the 128 × 256 one (the napkin said 1.29)") and 1.2 <= f3072 <= 1.3
@@ -291,11 +290,12 @@ def test_chapter_10_power_and_variant_claims_hold(data):
                                                        (s["cublas_tflops"], burst["cublas_tflops"]))]
         assert 0.98 <= s["ratio"] < 1, s["ratio"]  # "behind it by under two points"
     assert says(text, f"lose {100 * min(losses):.0f}-{100 * max(losses):.0f}% of their burst rate")
-    assert says(text, f"{sus[0]['pj_per_flop']:.2f} against {sus[0]['cublas_pj_per_flop']:.2f} at N=4096, "
-                      f"{sus[1]['pj_per_flop']:.2f} against {sus[1]['cublas_pj_per_flop']:.2f} at 8192")
-    assert says(text, "about as many picojoules per FLOP, a little more at one size and a little fewer at the other")
+    assert says(text, f"{sus[0]['pj_per_flop']:.2f} against {sus[0]['cublas_pj_per_flop']:.2f} picojoules per FLOP at "
+                      f"N=4096, {sus[1]['pj_per_flop']:.2f} against {sus[1]['cublas_pj_per_flop']:.2f} at 8192")
     pj = [s["pj_per_flop"] / s["cublas_pj_per_flop"] for s in sus]
-    assert all(0.98 < x < 1.02 for x in pj) and min(pj) < 1 < max(pj), pj
+    assert all(1 < x < 1.06 for x in pj), pj  # "a little more energy per FLOP"
+    assert says(text, f"spends a little more energy per FLOP than cuBLAS in this run, {100 * (pj[0] - 1):.0f}% more at "
+                      f"N=4096 and {100 * (pj[1] - 1):.0f}% more at 8192")
     assert says(text, f"behind it by under two points ({100 * sus[0]['ratio']:.1f}% and {100 * sus[1]['ratio']:.1f}%)")
     bursts = [data["gemm"][results.gemm_key(FINAL, s["n"], s["n"], s["n"])][c] for s in sus
               for c in ("sm_clock_mhz", "cublas_sm_clock_mhz")]
@@ -598,9 +598,9 @@ def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
     mc_supplied = mc["detail"]["supplied by L2, TB/s"]
     assert says(text, f"TMA at a GEMM's working set, {tma['value']:.2f} TB/s, and TMA multicast to 2-CTA clusters, "
                       f"{mc['value']:.2f} TB/s landed in both CTAs ({mc_supplied:.2f} TB/s supplied by L2)")
-    assert says(text, f"Both demands are above them, by less than a tenth: {supply:.1f} against {tma['value']:.2f} "
+    assert says(text, f"Both demands are above them, by about a tenth: {supply:.1f} against {tma['value']:.2f} "
                       f"from L2, {land:.1f} against {mc['value']:.2f} landed")
-    assert 1 < supply / tma["value"] < 1.1 and 1 < land / mc["value"] < 1.1 and mc_supplied < tma["value"]
+    assert 1 < supply / tma["value"] < 1.15 and 1 < land / mc["value"] < 1.15 and mc_supplied < tma["value"]
     # today's tile fits under both roofs: what ping-pong adds is what crosses them
     assert tbs(now["requested"], c["BM"]) < tma["value"] and tbs(now["landed"], c["BM"]) < mc["value"]
     cap = rate * min(tma["value"] / supply, mc["value"] / land)
@@ -651,11 +651,7 @@ def test_chapter_10_profile_panels_name_the_recorded_limit(data):
 # sources, config applied) changes at most about 60 lines, the paradigm shifts 01 -> 02 and 05 -> 06 apart. Where
 # the recorded run falls short, the sets below say so and why; they are held exactly, so a step that starts or stops
 # rising, or a diff that grows or shrinks past the bar, fails here until the set (and its chapter) say so.
-NOT_RISING = {
-    ("10_tma_store", 8192): "once step 0's paired stores fill whole sectors and the fourth stage has come first, the TMA "
-                            "store has little left to take at 8192: ×1.00, the tensor pipe as busy before as after. "
-                            "Taken before the fourth stage it rises (ci/bf16_stores.py experiment 6)",
-}
+NOT_RISING: dict = {}  # none: since run 2026-11-26T12:35Z-h100 every Hopper step rises at both sizes
 LONG_DIFFS = {"01_blocktile_2d", "01_vectorized", "01_warptiled", "02_wmma_smem", "03_mma_sync", "05_cp_async",
               "07_tma", "08_same_tile", "10_bf16_c"}
 SHIFTS = {"06_wgmma_m64n64"}  # 05 -> 06 (01 -> 02 changes the dtype, so no step spans it)
@@ -680,7 +676,7 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     rows = [Row.from_entry(data["gemm"][results.gemm_key(r, n, n, n)], "recorded") for r in MAIN for n in (4096, 8192)]
     factor = {(s["rung"], s["n"]): s["factor"] for s in climb_steps(rows)}
     text = _markdown("11_the_climb.ipynb")
-    for key in [*NOT_RISING, ("03_mma_sync", 4096), ("04_swizzle", 4096)]:
+    for key in [*NOT_RISING, ("03_mma_sync", 4096), ("04_swizzle", 4096)]:  # the planned fall and its repair
         assert says(text, f"×{factor[key]:.2f}"), key
     v = {n: data["variants"][f'{FINAL}:{{"SCHEDULE": 0}}@{n}']["tflops"] / data["variants"][f"{FINAL}:{{}}@{n}"]["tflops"]
          for n in (4096, 8192)}
