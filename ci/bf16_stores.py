@@ -29,11 +29,6 @@ from helpers import bench, check  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
 from helpers.playground import source  # noqa: E402
 
-# The TMA store with st.shared and four stages: chapter 10's 10_tma_store when experiments 4 to 6 ran (the path has
-# since taken the TMA store before the fourth stage, with stmatrix).
-def tma_store_four_stages() -> str:
-    return apply_config(source("10_stmatrix"), {"EPILOGUE": 1})
-
 
 STORE = "*reinterpret_cast<float2*>(&C[r * N + col]) = make_float2(acc[j][i], acc[j][i + 1]);"
 BF16X2 = ("*reinterpret_cast<__nv_bfloat162*>(reinterpret_cast<__nv_bfloat16*>(C) + (size_t)r * N + col) = "
@@ -54,6 +49,12 @@ def first_built(rung_id: str) -> str:
     paired = source(rung_id)
     assert PAIRED_CALL in paired
     return paired.replace(PAIRED_CALL, ROW_STORES)
+
+
+def tma_store_four_stages() -> str:
+    """The TMA store with st.shared and four stages: chapter 10's 10_tma_store when experiments 4 to 6 ran (the path
+    has since taken the TMA store before the fourth stage, with stmatrix)."""
+    return apply_config(source("10_stmatrix"), {"EPILOGUE": 1})
 
 
 def pairs():
