@@ -18,7 +18,7 @@ from .timing import bench, time_gpu
 from .compiler import Build, CompileError, build, intensity
 from .correctness import check
 from .kernel import Kernel, KernelFault, ShapeError, kernel
-from .launch import Launch, gemm, prepare, random_inputs, validate
+from .launch import Launch, gemm, prepare, random_inputs, takes, validate
 from .gpu import NoGPU, device, live, why_not_live
 from .ladder import (CEILINGS, NotMeasured, NotRecorded, Row, ceiling, demo_check, demo_fault, measure,
                      persistent_grid, obtain, recorded_ceilings, recorded_entry, replay)

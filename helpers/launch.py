@@ -42,6 +42,15 @@ def validate(r: Rung, m: int, n: int, k: int, source: str | None = None) -> None
                          f"{MAX_GRID_Y} rows of blocks; M={m} needs {-(-m // rows)}: split M.")
 
 
+def takes(r: Rung, m: int, n: int | None = None, k: int | None = None) -> bool:
+    """Whether the rung takes an M x N x K problem (N and K default to M): validate, as a yes or no."""
+    try:
+        validate(r, *square(m, n, k))
+    except ShapeError:
+        return False
+    return True
+
+
 def random_inputs(dtype: str, m: int, n: int, k: int, seed: int | None = None, b_layout: str = "kn"):
     """Fresh standard-normal A [M,K] and B on the GPU, in the rung's dtype. Never zeros. B is [K,N], or
     Bt [N,K] (K-major) when b_layout is "nk"."""

@@ -81,6 +81,8 @@ FROM_SECTION_FILES = (
 SAMPLED = (
     "regex:smsp__pcsamp_warps_issue_stalled_.*",
     "l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",      # local memory: what a spill costs at run time
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
 )
 TIERS = (RECORDED_HERE + FROM_SECTION_FILES + SAMPLED, RECORDED_HERE + FROM_SECTION_FILES, RECORDED_HERE)
 
@@ -119,6 +121,8 @@ METRICS: dict[str, tuple[str, ...]] = {
     "smem_pipe_pct": ("l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed",),
     "dram_read": ("dram__bytes_read.sum",),
     "dram_write": ("dram__bytes_write.sum",),
+    "local_load_sectors": ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",),
+    "local_store_sectors": ("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",),
     "dram_throughput_pct": ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
                             "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
     "registers": ("launch__registers_per_thread",),                               # LaunchStats
@@ -161,6 +165,8 @@ KEYS = {
     "dram_bytes": "bytes read plus written in DRAM (dram_read_bytes, dram_write_bytes apart)",
     "registers, ptxas_registers": "registers per thread at launch (ncu) and as ptxas allocated them",
     "spill_bytes": "ptxas spill stores plus loads, bytes (spill_store_bytes, spill_load_bytes apart)",
+    "local_bytes": "bytes the launch moved through local memory (spills at run time): 32-byte sectors of local loads "
+                   "plus stores at L1TEX (local_load_bytes, local_store_bytes apart)",
     "occupancy_pct, theoretical_occupancy_pct": "achieved and theoretical occupancy, % of the SM's warp slots",
     "kernel, tile, grid, block, launches": "what was profiled: kernel name, tile, launch geometry, how many launches",
     "metric_source": "the metric or formula behind each key",
@@ -394,6 +400,9 @@ def summarize(raw: dict[str, float], units: dict[str, str], r: Rung, child: dict
         registers, source["registers"] = child["ptxas_registers"], "ptxas -v of the launched build"
     spills = [child.get("spill_store_bytes"), child.get("spill_load_bytes")]
     source["spill_bytes"] = "ptxas -v of the launched build (spill stores + spill loads)"
+    local = [pick(f"local_{op}_sectors", f"local_{op}_bytes") for op in ("load", "store")]
+    local = [x * 32 if x is not None else None for x in local]
+    source["local_bytes"] = "32 B x (local load sectors + local store sectors)"
     stalls, family, issuing = stall_shares(raw)
     source["stall_reasons"] = family or "not collected"
 
@@ -421,6 +430,8 @@ def summarize(raw: dict[str, float], units: dict[str, str], r: Rung, child: dict
         "ptxas_registers": child.get("ptxas_registers"),
         "spill_bytes": sum(spills) if None not in spills else None,
         "spill_store_bytes": spills[0], "spill_load_bytes": spills[1],
+        "local_bytes": sum(local) if None not in local else None,
+        "local_load_bytes": local[0], "local_store_bytes": local[1],
         "occupancy_pct": rnd(pick("occupancy", "occupancy_pct")),
         "theoretical_occupancy_pct": rnd(pick("theoretical_occupancy", "theoretical_occupancy_pct")),
         "sm_busy_pct": rnd(pick("sm_busy", "sm_busy_pct")),

@@ -124,6 +124,16 @@ RUNGS: tuple[Rung, ...] = (
          config={"STAGES": 3},
          **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", tma=True),
          target=(620, 4096, "tflops")),
+    # Where setmaxnreg pays (chapter 09): a 128 x 320 tile, two m64n160 wgmmas per consumer, 160 accumulators per
+    # thread. Rung 08's file spills them under the 168-register cap; rung 09's file, the same tile with the 24/240
+    # split, does not. Both keep rung 07's 3 stages, as 08_same_tile and 09_setmaxnreg do.
+    Rung("09_wide_spill", "rung 08's roles on a 128x320 tile: spills under 168", "gemm_warp_specialized",
+         dtype="bf16", divides=_TILED, file="08_warp_specialized", config={"WGMMA_N": 160, "BN": 320, "STAGES": 3},
+         **{**_hopper("UTMALDG.2D", "SYNCS", "HGMMA.64x160x16.F32.BF16", "STL", "LDL", tma=True),
+            "sass_lacks": ("HMMA", "LDGSTS", "USETMAXREG")}),
+    Rung("09_wide", "setmaxnreg 24/240 on the 128x320 tile: no spill", "gemm_setmaxnreg", dtype="bf16",
+         divides=_TILED, file="09_setmaxnreg", config={"WGMMA_N": 160, "BN": 320, "STAGES": 3},
+         **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x160x16.F32.BF16", tma=True)),
     # Rung 09's kernel as chapter 10's file builds it, one block per tile: the only change is C, written as bf16.
     Rung("10_bf16_c", "rung 09 writing bf16 C, one block per tile", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},

@@ -24,6 +24,7 @@ constexpr int BN = 256;                      // columns of C per block
 constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
 constexpr int THREADS = 128 * (1 + CONSUMERS);
 constexpr int N_MMAS = BN / WGMMA_N;
+constexpr int B_BOX_ROWS = WGMMA_N;          // B comes in one box per wgmma slice: a TMA box has at most 256 rows
 constexpr int A_TILE = BM * BK;
 constexpr int B_TILE = BN * BK;
 constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
@@ -86,7 +87,10 @@ gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ T
                 const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
                 mbarrier_arrive_expect_tx(bar, TX_BYTES);
                 tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
-                tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
+#pragma unroll
+                for (int j = 0; j < N_MMAS; ++j)
+                    tma_load_2d(sA + (A_TILE + j * B_BOX_ROWS * BK) * 2, &tmB, kt * BK,
+                                blockIdx.x * BN + j * B_BOX_ROWS, bar);
                 stamp(0, kt, 1);
             }
         }

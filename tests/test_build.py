@@ -17,6 +17,9 @@ def test_rung_sass_claims(r):
     for op in r.sass_lacks:
         assert b.count(op, r.entry) == 0, f"{r.id} must not contain {op}"
     res = b.resources[r.entry]
+    if "STL" in r.sass_has:  # the spill chapter 09 shows on purpose: it spills, and the wgmmas wait for it
+        assert res.spill_stores > 0 and res.spill_loads > 0 and "C7512" in b.log, (r.id, res)
+        return
     assert res.spill_stores == res.spill_loads == 0, f"{r.id} spills to local memory"
     assert res.stack_bytes == 0, f"{r.id} has a stack frame (a call or a local array)"
     assert "C7510" not in b.log and "C7508" not in b.log, f"{r.id}: ptxas serialized wgmma or ignored setmaxnreg"

@@ -39,12 +39,24 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(unsigned bar, unsigned 
     return done;
 }
 
-// Wait for the phase of `parity` to complete; trap after MBARRIER_TIMEOUT_NS.
+// Wait for the phase of `parity` to complete; trap after MBARRIER_TIMEOUT_NS. The loop is one PTX block: written
+// in C++ (try, read the clock, compare, try again) it made ptxas spill a consumer's accumulators around the loop
+// even with registers to spare (chapter 09's 128 x 320 tile: 392 B at 240 registers, none with this loop).
 __device__ __forceinline__ void mbarrier_wait_parity(unsigned bar, unsigned parity) {
-    if (mbarrier_try_wait_parity(bar, parity)) return;
-    const unsigned long long start = globaltimer_ns();
-    while (!mbarrier_try_wait_parity(bar, parity))
-        if (globaltimer_ns() - start > MBARRIER_TIMEOUT_NS) __trap();
+    asm volatile(
+        "{\n.reg .pred done, late;\n.reg .u64 t0, t;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@done bra DONE;\n"
+        "mov.u64 t0, %%globaltimer;\n"
+        "WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@done bra DONE;\n"
+        "mov.u64 t, %%globaltimer;\n"
+        "sub.u64 t, t, t0;\n"
+        "setp.gt.u64 late, t, %2;\n"
+        "@late trap;\n"
+        "bra WAIT;\n"
+        "DONE:\n}\n" ::"r"(bar), "r"(parity), "l"(MBARRIER_TIMEOUT_NS) : "memory");
 }
 
 // mbarrier.arrive.shared::cluster.b64 _, [bar]: one arrival on a barrier that may live in another CTA of the
