@@ -55,15 +55,26 @@ def test_every_row_was_timed_by_gpu_time_against_a_same_output_cublas(data):
         assert e["correct"], key
 
 
+# Where a row's own cuBLAS rounds fell more than 3% below the others of its key, held exactly: run
+# 2026-11-26T13:27Z-h100 timed cuBLAS at 723.5 TFLOP/s in 03_mma_sync's rounds at 4096 (NN, fp32 C), against
+# 741.6-746.8 in the rounds of rungs 04 and 05 (3.2%). The row's ratio uses the run's shared baseline, not its own.
+LOW_WITNESS = {("03_mma_sync", 4096)}
+
+
 def test_one_cublas_baseline_per_key_and_the_rows_own_rounds_agree_within_3_percent(data):
     groups: dict = {}
     for e in data["gemm"].values():
         groups.setdefault((e["cublas_ref"], e["m"], e["n"], e["k"]), []).append(e)
+    low = set()
     for key, rows in groups.items():
         assert len({e["cublas_tflops"] for e in rows}) == 1, key  # the run's baseline, shared
         witness = [e["cublas_row_tflops"] for e in rows]
+        if max(witness) / min(witness) >= 1.03:
+            low |= {(e["rung"], e["n"]) for e in rows if max(witness) / e["cublas_row_tflops"] >= 1.03}
+            witness = [e["cublas_row_tflops"] for e in rows if (e["rung"], e["n"]) not in LOW_WITNESS]
         assert max(witness) / min(witness) < 1.03, (key, witness)
         assert all(abs(w / rows[0]["cublas_tflops"] - 1) < 0.03 for w in witness), (key, witness)
+    assert low == LOW_WITNESS, low
 
 
 def test_the_harness_agrees_with_nsight_compute(data):
@@ -104,9 +115,9 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
         f"{step('09_setmaxnreg', '10_bf16_c')} at N = 4096 and 8192",
         f"the tensor pipe from {tp('09_setmaxnreg', 4096)} to {tp('10_bf16_c', 4096)} busy at 4096 and from "
         f"{tp('09_setmaxnreg', 8192)} to {tp('10_bf16_c', 8192)} at 8192",
-        f"DRAM reads at 8192 rise from {gb('09_setmaxnreg', 8192)[:-3]} to {gb('10_bf16_c', 8192)}",
+        f"DRAM reads at 8192 where rung 09 had them, {gb('09_setmaxnreg', 8192)}",
         f"{step('10_bf16_c', P)} over `10_bf16_c`, the tensor pipe from {tp('10_bf16_c', 4096)} to {tp(P, 4096)} at "
-        f"N = 4096 and from {tp('10_bf16_c', 8192)} to {tp(P, 8192)} at 8192, and DRAM reads at 8192 back at {gb(P, 8192)}",
+        f"N = 4096 and from {tp('10_bf16_c', 8192)} to {tp(P, 8192)} at 8192, and DRAM reads at 8192 still at {gb(P, 8192)}",
         f"one step: {step(P, C)}. At N = 8192 the L2 hit rate rises from {hit(P, 8192)} to {hit(C, 8192)}, DRAM reads "
         f"fall from {gb(P, 8192)[:-3]} to {gb(C, 8192)} and the tensor pipe is at {tp(C, 8192)}",
         f"({gb(P, 4096)} of DRAM reads before the step, {gb(C, 4096)} after), and the step gains {pct(P, C, 4096)}",
@@ -126,7 +137,8 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
         assert says(text, phrase), phrase
     # the directions the list states
     assert all(t("09_setmaxnreg", n) < t("10_bf16_c", n) < t(P, n) < t(C, n) for n in (4096, 8192))
-    assert _l2(data, "10_bf16_c", 8192, "dram_read_gb") > _l2(data, "09_setmaxnreg", 8192, "dram_read_gb")  # "rise"
+    # "where rung 09 had them" (run 12:35Z had them rise, 2.31 -> 2.87 GB; run 13:27Z has them level)
+    assert abs(_l2(data, "10_bf16_c", 8192, "dram_read_gb") / _l2(data, "09_setmaxnreg", 8192, "dram_read_gb") - 1) < 0.01
     assert _l2(data, C, 8192, "dram_read_gb") < 0.6 * _l2(data, P, 8192, "dram_read_gb")
     assert _l2(data, C, 4096, "dram_read_gb") <= _l2(data, P, 4096, "dram_read_gb") < 0.25  # "fit in L2 already"
     assert t(R, 4096) < 1.005 * t(P, 4096) and all(t(G, n) < t(P, n) for n in (4096, 8192))  # either half alone
@@ -293,9 +305,9 @@ def test_chapter_10_power_and_variant_claims_hold(data):
     assert says(text, f"{sus[0]['pj_per_flop']:.2f} against {sus[0]['cublas_pj_per_flop']:.2f} picojoules per FLOP at "
                       f"N=4096, {sus[1]['pj_per_flop']:.2f} against {sus[1]['cublas_pj_per_flop']:.2f} at 8192")
     pj = [s["pj_per_flop"] / s["cublas_pj_per_flop"] for s in sus]
-    assert all(1 < x < 1.06 for x in pj), pj  # "a little more energy per FLOP"
-    assert says(text, f"spends a little more energy per FLOP than cuBLAS in this run, {100 * (pj[0] - 1):.0f}% more at "
-                      f"N=4096 and {100 * (pj[1] - 1):.0f}% more at 8192")
+    assert 0.99 < pj[0] < 1 < pj[1] < 1.05, pj  # "about the same energy per FLOP": a hair less, then a little more
+    assert says(text, f"spends about the same energy per FLOP as cuBLAS in this run, half a percent less at N=4096 and "
+                      f"{100 * (pj[1] - 1):.0f}% more at 8192")
     assert says(text, f"behind it by under two points ({100 * sus[0]['ratio']:.1f}% and {100 * sus[1]['ratio']:.1f}%)")
     bursts = [data["gemm"][results.gemm_key(FINAL, s["n"], s["n"], s["n"])][c] for s in sus
               for c in ("sm_clock_mhz", "cublas_sm_clock_mhz")]
@@ -405,13 +417,15 @@ def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
     assert says(ch07, f"In the run recorded here the napkin holds at both sizes: ×{gain[4096]:.2f} at N = 4096 and "
                       f"×{gain[8192]:.2f} at 8192")
     assert all(1.125 <= g <= 1.25 for g in gain.values()), gain
-    # the fourth stage, measured apart (07_four_stages): no gain at 4096, slower and unsteady at 8192
+    # the fourth stage, measured apart (07_four_stages): no gain at 4096, about 2% slower at 8192. Run 12:35Z had it
+    # unsteady there (rounds over 486-517); run 13:27Z has it steady (a 3 TFLOP/s IQR), and the prose says so.
     four = {n: data["gemm"][results.gemm_key("07_four_stages", n, n, n)] for n in sizes}
     assert says(ch07, f"({t('07_four_stages', 4096):.1f} against {t('07_tma', 4096):.1f} TFLOP/s)")
     assert t("07_four_stages", 4096) < t("07_tma", 4096)
     lo, hi = four[8192]["tflops_iqr"]
     assert says(ch07, f"a median of {t('07_four_stages', 8192):.1f} TFLOP/s, with rounds spread over {lo:.1f}-{hi:.1f}")
-    assert t("07_four_stages", 8192) < t("07_tma", 8192) and hi - lo > 10
+    assert says(ch07, "at 8192 it is about 2% slower")
+    assert 0.97 < t("07_four_stages", 8192) / t("07_tma", 8192) < 0.99 and hi < four[8192]["tflops"] * 1.01
     ch08 = _markdown("08_warp_specialization.ipynb")
     assert says(ch08, "rung 08 is slower than rung 07 at both sizes, and much slower at N = 8192")
     assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
@@ -480,6 +494,43 @@ def test_chapter_09_compares_rungs_as_the_run_measured(data):
     assert abs(share(s09) - 0.75) < 0.05 and abs(share(s08) - 0.6) < 0.05, (share(s09), share(s08))
 
 
+def test_chapter_09_wide_tile_spills_without_setmaxnreg_and_not_with_it(data):
+    """Chapter 09's last section: the 128 x 320 tile built from rung 08's file (no setmaxnreg) and from rung 09's. The
+    two builds differ by exactly rung 09's own diff; one spills and serializes its wgmmas, the other does neither; the
+    prose quotes the run's rows and profiles."""
+    import difflib
+    from helpers import build, rung
+    from helpers.report import built_source
+
+    def changed(a, b):
+        x, y = built_source(rung(a))[1], built_source(rung(b))[1]
+        return [line for line in difflib.unified_diff(x.splitlines(), y.splitlines(), lineterm="", n=0)
+                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed("09_wide_spill", "09_wide") == changed("08_same_tile", "09_setmaxnreg")
+    spill, wide = build(rung("09_wide_spill")), build(rung("09_wide"))
+    s, w = spill.resources["gemm_warp_specialized"], wide.resources["gemm_setmaxnreg"]
+    assert s.spill_stores > 1000 and s.spill_loads > 1000 and "C7512" in spill.log
+    assert w.spill_stores == w.spill_loads == 0 and "C75" not in wide.log
+    t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
+    iqr = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops_iqr"]  # noqa: E731
+    text = _markdown("09_setmaxnreg.ipynb")
+    slow = [t("09_wide", n) / t("09_wide_spill", n) for n in (5120, 10240)]
+    assert says(text, f"{t('09_wide_spill', 5120):.1f} TFLOP/s at N = 5120 and {t('09_wide_spill', 10240):.1f} at "
+                      f"10240, {slow[0]:.1f} and {slow[1]:.1f} times slower than `09_wide`")
+    assert all(x > 3.5 for x in slow)  # "far more than the napkin's 3.5 times"
+    gain = {n: t("09_wide", n) / t("09_setmaxnreg", n) for n in (5120, 10240)}
+    assert says(text, f"×{gain[5120]:.2f} at N = 5120, where the waves alone allow up to 1.12, and ×{gain[10240]:.2f} "
+                      f"at 10240, where the waves are even and the bytes per FLOP allow up to 1.07")
+    assert gain[5120] <= 1.12 * 1.07 and 1 < gain[10240] <= 1.07
+    assert all(iqr("09_wide", n)[0] > iqr("09_setmaxnreg", n)[1] for n in (5120, 10240))  # "far apart"
+    p, q = (data["profiles"][f"{r}@10240"] for r in ("09_wide_spill", "09_wide"))
+    assert says(text, f"moved {p['local_bytes'] / 1e9:.1f} GB through local memory") and q["local_bytes"] == 0
+    assert says(text, f"wrote {p['dram_write_bytes'] / 1e9:.1f} GB to DRAM and read {p['dram_read_bytes'] / 1e9:.1f} GB")
+    rate = p["dram_bytes"] / (p["duration_us"] * 1e-6) / 1e12
+    assert says(text, f"{rate:.2f} TB/s in all, {rate / data['ceilings']['hbm_copy']['value']:.0%} of the HBM copy roof")
+    assert says(text, f"its tensor pipe is busy {p['tensor_active_pct']:.0f}% of the time")
+
+
 def test_chapter_09_epilogue_is_shorter_with_setmaxnreg():
     """The SASS claim of chapter 09: under the 168 cap the epilogue's STGs come with 105 R2UR among them; compiled against
     240 the stores stand alone. Counted from the first STG to the last, in the builds the chapter diffs."""
@@ -540,7 +591,7 @@ def test_chapter_08_same_tile_claims_hold(data):
     assert says(text, f"the roles alone make the kernel {roles[4096]:.2f} times as fast\nas rung 07 at N = 4096") \
         or says(text, f"the roles alone make the kernel {roles[4096]:.2f} times as fast as rung 07 at N = 4096")
     assert says(text, f"at 8192 the same comparison gives {roles[8192]:.2f}")
-    assert says(text, "a third of the tenth the napkin priced") and all(1.0 < r < 1.06 for r in roles.values())
+    assert says(text, "half the tenth the napkin priced") and all(1.04 < r < 1.06 for r in roles.values())
     rows = {(r, n): data["gemm"][results.gemm_key(r, n, n, n)] for r in ("07_tma", "08_same_tile") for n in (4096, 8192)}
     assert all(rows["08_same_tile", n]["tflops_iqr"][0] > rows["07_tma", n]["tflops_iqr"][1] for n in (4096, 8192))
     shrink = {n: t("08_warp_specialized", n) / t("08_same_tile", n) for n in (4096, 8192)}
@@ -550,7 +601,7 @@ def test_chapter_08_same_tile_claims_hold(data):
     assert says(text, f"runs ahead of it (×{alone[0]:.2f} and ×{alone[1]:.2f})") and all(x > 1.02 for x in alone)
     # the napkin's two models for rung 08 against rung 07: 0.75 if bytes bind, above 1 if latency does
     ratio = t("08_warp_specialized", 4096) / t("07_tma", 4096)
-    assert says(text, "It lands in between, nearer the first") and 0.75 < ratio < 0.875, ratio
+    assert says(text, "a little nearer the second") and 0.875 < ratio < 1, ratio
 
 
 def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
@@ -598,9 +649,10 @@ def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
     mc_supplied = mc["detail"]["supplied by L2, TB/s"]
     assert says(text, f"TMA at a GEMM's working set, {tma['value']:.2f} TB/s, and TMA multicast to 2-CTA clusters, "
                       f"{mc['value']:.2f} TB/s landed in both CTAs ({mc_supplied:.2f} TB/s supplied by L2)")
-    assert says(text, f"Both demands are above them, by about a tenth: {supply:.1f} against {tma['value']:.2f} "
-                      f"from L2, {land:.1f} against {mc['value']:.2f} landed")
-    assert 1 < supply / tma["value"] < 1.15 and 1 < land / mc["value"] < 1.15 and mc_supplied < tma["value"]
+    assert says(text, f"Both demands are above them, by less than a tenth: {supply:.1f} against {tma['value']:.2f} "
+                      f"from L2, {land:.1f} against {mc['value']:.2f} landed ({100 * (supply / tma['value'] - 1):.0f}% "
+                      f"and {100 * (land / mc['value'] - 1):.0f}% above)")
+    assert 1 < supply / tma["value"] < 1.1 and 1 < land / mc["value"] < 1.1 and mc_supplied < tma["value"]
     # today's tile fits under both roofs: what ping-pong adds is what crosses them
     assert tbs(now["requested"], c["BM"]) < tma["value"] and tbs(now["landed"], c["BM"]) < mc["value"]
     cap = rate * min(tma["value"] / supply, mc["value"] / land)
@@ -651,7 +703,9 @@ def test_chapter_10_profile_panels_name_the_recorded_limit(data):
 # sources, config applied) changes at most about 60 lines, the paradigm shifts 01 -> 02 and 05 -> 06 apart. Where
 # the recorded run falls short, the sets below say so and why; they are held exactly, so a step that starts or stops
 # rising, or a diff that grows or shrinks past the bar, fails here until the set (and its chapter) say so.
-NOT_RISING: dict = {}  # none: since run 2026-11-26T12:35Z-h100 every Hopper step rises at both sizes
+# Run 2026-11-26T13:27Z-h100: 10_cluster at 4096 (x1.00, 733.6-734.4 against 10_persistent's 733.1-735.3). In run
+# 12:35Z it rose by 0.3%, the climb's narrowest margin; at 4096 the pairs and their order buy nothing the noise hides.
+NOT_RISING: dict = {("10_cluster", 4096): "the pairs and the grouped order tie persistence at 4096; they pay at 8192"}
 LONG_DIFFS = {"01_blocktile_2d", "01_vectorized", "01_warptiled", "02_wmma_smem", "03_mma_sync", "05_cp_async",
               "07_tma", "08_same_tile", "10_bf16_c"}
 SHIFTS = {"06_wgmma_m64n64"}  # 05 -> 06 (01 -> 02 changes the dtype, so no step spans it)

@@ -126,7 +126,7 @@ def test_tile_candidates_are_the_rungs_own_tile_then_its_choices():
 
 @pytest.mark.parametrize("n, picked, costs", [
     # cost = busiest cluster's tiles x tile area / 256 x 256 / steady rate, worked out by hand for 66 clusters:
-    # 3072: 144 tiles of 256 -> 3 each; 192 tiles of 192 -> 3 x 0.75 / 0.97; 288 tiles of 128 -> 5 x 0.5 / 0.84
+    # 3072: 144 tiles of 256 -> 3 each; 192 tiles of 192 -> 3 x 0.75 / 0.97; 288 tiles of 128 -> 5 x 0.5 / 0.87
     (3072, (256, 192), {256: 3.0, 192: 3 * 0.75 / MID_RATE, 128: 5 * 0.5 / NARROW_RATE}),
     # 4096 and 8192: 192 does not divide N; 256 x 256 fills its waves better than the narrow tile pays back
     (4096, (256, 256), {256: 4.0, 128: 8 * 0.5 / NARROW_RATE}),
