@@ -340,13 +340,16 @@ def test_chapter_11_claims_hold(data):
     r12, r16, wide = (_ratio(data, "09_setmaxnreg", *s) for s in ((12288,), (16384,), (4096, 16384, 4096)))
     assert says(text, f"to {r12:.0%} of cuBLAS at N = 12288 (288 MiB of B), and by N = 16384 it falls to {r16:.0%}")
     assert says(text, f"holds {wide:.0%}") and r16 < wide < r12 < _ratio(data, "09_setmaxnreg", 4096)
-    level = [_ratio(data, FINAL, n) for n in (4096, 6144, 8192, 16384)]
-    behind12 = 100 * (1 - _ratio(data, FINAL, 12288))
-    assert all(0.97 <= x <= 1.03 for x in level) and 0 < 100 * (1 - min(level)) < behind12, (level, behind12)
-    assert says(text, f"within {100 * (1 - min(level)):.0f} points of cuBLAS at N = 4096, 6144, 8192 and 16384, level "
-                      f"with it, and {behind12:.1f} points behind at 12288")
-    assert says(text, f"level with cuBLAS (within {100 * (1 - min(level)):.0f} points) at N = 4096, 6144, 8192 and "
-                      f"16384, {behind12:.1f} points behind at 12288")
+    # Run 2026-11-26T13:27Z-h100: level (within 3 points) from 4096 to 12288, and 16384 the furthest off (run 12:35Z
+    # had 12288 furthest, 16384 level)
+    level = [_ratio(data, FINAL, n) for n in (4096, 6144, 8192, 12288)]
+    behind12, behind16 = (100 * (1 - _ratio(data, FINAL, n)) for n in (12288, 16384))
+    assert all(0.97 <= x <= 1.03 for x in level) and behind12 == max(100 * (1 - x) for x in level), level
+    assert 3 < behind16 < 5, behind16
+    assert says(text, f"hold it within 3 points of cuBLAS from N = 4096 to 12288 ({behind12:.1f} points behind at "
+                      f"12288) and {behind16:.1f} points behind at 16384")
+    assert says(text, f"level with cuBLAS (within 3 points) at N = 4096, 6144, 8192 and 12288, {behind16:.1f} points "
+                      f"behind at 16384")
     worst = 100 * (1 - min(_ratio(data, FINAL, n) for n in (4096, 6144, 8192, 12288, 16384)))
     assert says(text, f"rung 10 stays within {worst:.1f} points of cuBLAS")
     gap = f"{100 * (1 - _ratio(data, FINAL, 2048)):.0f}"

@@ -100,16 +100,16 @@ def test_chapter_12_says_the_4096_crosscheck_fails_at_the_edge_of_the_bar(data, 
     assert c8["ok"] and abs(c8["gap_points"]) < bar
     assert says(text, f"At 8192 the two agree: Nsight Compute gives {c8['ncu_ratio']:.1%} against the harness's "
                       f"{c8['harness_ratio']:.1%}, a gap of {c8['gap_points']:.1f} points")
-    # "the check fails", just over the bar: the recorded verdict and the bar agree, and the gap is within a tenth of
-    # the bar from its edge; the day the gap moves back under the bar or well over it, this paragraph must change
+    # Runs 11:40Z and 12:35Z: the check failed just over the bar (3.04 and 3.02 points). Run 13:27Z: it passes, with
+    # less to spare than any other row; the day the gap crosses the bar again, this paragraph must change
     gap4 = c4["gap_points"]
     assert c4["ok"] == (abs(gap4) <= bar)
-    assert not c4["ok"] and bar < abs(gap4) <= 1.1 * bar
-    assert says(text, f"At 4096 **the check fails**: Nsight Compute gives {c4['ncu_ratio']:.1%} against the "
-                      f"harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.2f} points, just over the {bar:.0f}-point "
-                      f"bar, with caches flushed in neither")
-    for claim in ("the check passes", "check that passes by", "passes, but only just", "so the ratios are the "
-                  "kernels' own", "the 4096 ratio is checked", "Nsight Compute agrees with the harness at 4096"):
+    assert c4["ok"] and 0.5 * bar < abs(gap4) <= bar
+    assert says(text, f"At 4096 **the check passes, with less to spare**: Nsight Compute gives {c4['ncu_ratio']:.1%} "
+                      f"against the harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.2f} points, inside the "
+                      f"{bar:.0f}-point bar, with caches flushed in neither")
+    assert says(text, f"read it with its margin, {abs(gap4):.2f} of the {bar:.0f} points the bar allows")
+    for claim in ("the check fails", "not confirmed", "Nsight Compute agrees with the harness at 4096"):
         assert not says(text, claim), claim
     # "not the agreement the other rows show": the 8192 gap and rung 10's are each a small part of the 4096 one
     assert all(abs(g) < abs(gap4) / 2 for g in (c8["gap_points"], *(data["crosscheck"][f"{BF16}@{n}"]["gap_points"]
@@ -148,16 +148,11 @@ def test_chapter_12_says_the_4096_crosscheck_fails_at_the_edge_of_the_bar(data, 
                       f"{c4['harness_ratio']:.1%} here, against #{own}, and {row4['ratio']:.1%} in the table, against "
                       f"#{tabled}; against #{own} the table's rounds put rung 12 at {vs_own:.1%}.)")
     assert not says(text, "was the table's too")
-    # not confirmed: the harness's figures named as such, Nsight Compute's lower one beside them
-    assert c4["ncu_ratio"] < min(c4["harness_ratio"], row4["ratio"])
-    assert says(text, f"**the 4096 ratio is not confirmed**: the table's {row4['ratio']:.1%} (and the cross-check "
-                      f"rounds' {c4['harness_ratio']:.1%}) are the harness's figures, and Nsight Compute's lower "
-                      f"{c4['ncu_ratio']:.1%} stands beside them. The 8192 ratio is checked")
-    assert says(text, f"rung 12 reaches {row4['ratio']:.1%} and {_row(data, FP8, 8192)['ratio']:.1%} (the 4096 figure "
-                      f"is the harness's, which the cross-check below does not confirm)")
-    assert says(text, f"at 4096 the cross-check fails: Nsight Compute gives {c4['ncu_ratio']:.1%} against the "
-                      f"harness's {c4['harness_ratio']:.1%}, a gap of {gap4:.2f} points, over the {bar:.0f}-point bar, "
-                      f"for a reason not yet found, so the 4096 ratio is not confirmed")
+    # Nsight Compute's figure below the harness's, inside the bar (run 13:27Z; the two runs before it, just over it)
+    assert c4["ncu_ratio"] < min(c4["harness_ratio"], row4["ratio"]) and c4["ok"]
+    assert says(text, f"this one stays inside the bar, so the 4096 ratio passes the check, as the 8192 one does")
+    assert says(text, f"rung 12 reaches {row4['ratio']:.1%} and {_row(data, FP8, 8192)['ratio']:.1%} (both inside the "
+                      f"cross-check below, the 4096 one with less to spare)")
 
 
 def test_chapter_12_ceiling_and_power(data, text):
@@ -171,24 +166,25 @@ def test_chapter_12_ceiling_and_power(data, text):
     assert says(text, "further from its roof than rung 10 at both sizes, most at 4096")
     s8 = data["sustained"][f"{FP8}@8192"]
     below = 100 * (s8["burst_ratio"] - s8["ratio"])
-    # run 11:40Z: 0.2 points, "about as much from each"; run 12:35Z: 0.7 points, a little more from rung 12
+    # run 11:40Z: 0.2 points, "about as much from each"; run 12:35Z: 0.7, "a little more"; run 13:27Z: 1.9, "more"
     assert says(text, f"rung 12 holds {s8['ratio']:.1%} of cuBLASLt ({s8['tflops']:,.0f} against "
                       f"{s8['cublas_tflops']:,.0f} TFLOP/s), {below:.1f} points below its bursts "
-                      f"({s8['burst_ratio']:.1%}): the cap takes a little more from rung 12 than from cuBLASLt")
-    assert 0.5 <= below < 1 and not says(text, "the cap takes about as much from each")
-    # run 11:40Z had both at one clock; run 12:35Z has rung 12 at the higher clock and still behind, so it does fewer
-    # FLOP per clock; at the cap, FLOP/s = watts / (J per FLOP), and with the pJ equal to within 0.1% the FLOP/s gap
-    # is the watts' gap
+                      f"({s8['burst_ratio']:.1%}): the cap takes more from rung 12 than from cuBLASLt")
+    assert 1 <= below < 3 and not says(text, "the cap takes about as much from each")
+    # run 11:40Z had both at one clock; since run 12:35Z rung 12 runs at the higher clock and still behind, so it does
+    # fewer FLOP per clock; at the cap, FLOP/s = watts / (J per FLOP). Run 12:35Z had the pJ equal to within 0.1%, the
+    # FLOP/s gap the watts' gap; run 13:27Z has the watts equal to within 0.1%, the FLOP/s gap the pJ's
     assert s8["sm_clock_mhz"] > s8["cublas_sm_clock_mhz"] and s8["tflops"] < s8["cublas_tflops"]
     assert (s8["tflops"] / s8["sm_clock_mhz"]) < (s8["cublas_tflops"] / s8["cublas_sm_clock_mhz"])
     assert says(text, "At the higher clock rung 12 still falls a little behind, so it does fewer FLOP per clock")
     assert not says(text, "At the same clock")
-    assert abs(s8["pj_per_flop"] / s8["cublas_pj_per_flop"] - 1) < 0.001
-    tgap, wgap = 1 - s8["ratio"], 1 - s8["power_w"] / s8["cublas_power_w"]
-    assert f"{tgap:.1%}" == f"{wgap:.1%}"
-    assert says(text, f"each of rung 12's FLOP costs {s8['pj_per_flop']:.4f} pJ against cuBLASLt's "
-                      f"{s8['cublas_pj_per_flop']:.4f}, the same to within 0.1%: the {tgap:.1%} between their FLOP "
-                      f"per second is the {wgap:.1%} between the watts they drew")
+    assert abs(s8["power_w"] / s8["cublas_power_w"] - 1) < 0.001
+    tgap, pgap = 1 - s8["ratio"], s8["pj_per_flop"] / s8["cublas_pj_per_flop"] - 1
+    assert abs(tgap - pgap) < 0.002, (tgap, pgap)  # the watts' 0.1% apart
+    assert says(text, f"here the watts they drew are the same to within 0.1%, while each of rung 12's FLOP costs "
+                      f"{s8['pj_per_flop']:.4f} pJ against cuBLASLt's {s8['cublas_pj_per_flop']:.4f}, {pgap:.1%} more: "
+                      f"the {tgap:.1%} between their FLOP per second is the {pgap:.1%} between the energy each spends "
+                      f"on a FLOP")
     burst_mhz = _row(data, FP8, 8192)["sm_clock_mhz"]
     assert says(text, f"the clock down from the bursts' {burst_mhz:,.0f} MHz to {s8['sm_clock_mhz']:,.0f} MHz for "
                       f"rung 12 and {s8['cublas_sm_clock_mhz']:,.0f} MHz for cuBLASLt")
@@ -223,17 +219,18 @@ def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, mon
                       f"{s4['sm_clock_mhz']:,.0f} MHz, and cuBLASLt ran at {s4['cublas_tflops']:,.0f} TFLOP/s, "
                       f"about {per_call:.0f} µs per call: less than the {s4['cublas_host_us']:.0f} µs the host took to "
                       f"queue one in the bursts, so at the median the host queued faster back to back")
-    # cuBLASLt's rounds scatter far more than rung 12's (in run 11:40Z hardly more), and at the low end of their
-    # range a call takes about the host's time: consistent with a queue running dry in some rounds, not proof of it
+    # cuBLASLt's rounds scatter more than rung 12's (in run 11:40Z hardly more; in run 12:35Z 22 times as wide, the
+    # low end near the host's time); in run 13:27Z 7 times as wide, and even the low end's call is well under the
+    # host's time: the scatter does not show a queue running dry
     ci, ki = s4["cublas_iqr"], s4["tflops_iqr"]
     wide = (ci[1] - ci[0]) / (ki[1] - ki[0])
     low_call = 2 * 4096**3 / (ci[0] * 1e12) * 1e6
-    assert s4["rounds"] == 4 and wide > 10 and 0.9 * s4["cublas_host_us"] < low_call < s4["cublas_host_us"]
-    assert says(text, f"But cuBLASLt's four rounds scatter widely, with an interquartile range from {ci[0]:,.0f} to "
-                      f"{ci[1]:,.0f} TFLOP/s against rung 12's {ki[0]:,.0f} to {ki[1]:,.0f}, {wide:.0f} times as "
-                      f"wide, and at the low end of that range a call takes about {low_call:.0f} µs, near the host's "
-                      f"{s4['cublas_host_us']:.0f}")
-    assert says(text, "though the line cannot show that it did") and not says(text, "scatter little more")
+    assert s4["rounds"] == 4 and 3 < wide < 10 and low_call < 0.9 * s4["cublas_host_us"]
+    assert says(text, f"cuBLASLt's four rounds scatter more than rung 12's, with an interquartile range from "
+                      f"{ci[0]:,.0f} to {ci[1]:,.0f} TFLOP/s against rung 12's {ki[0]:,.0f} to {ki[1]:,.0f}, "
+                      f"{wide:.0f} times as wide, but even at the low end of that range a call takes about "
+                      f"{low_call:.0f} µs, still under the host's {s4['cublas_host_us']:.0f}")
+    assert says(text, "so the scatter does not show the queue running dry either")
     # far from the bursts where the cell's other rows are not (run 12:35Z: within 1.1 points, not within one)
     dist = 100 * abs(s4["ratio"] - s4["burst_ratio"])
     others = [sustained(BF16, 4096), sustained(BF16, 8192), s8]
@@ -253,10 +250,10 @@ def test_chapter_12_profile_and_variants(data, text):
     for n in (4096, 8192):
         assert e(FP8, n, "l2_hit_pct") > e("cublas_fp8", n, "l2_hit_pct")
         assert abs(e(FP8, n, "sm_busy_pct") - e("cublas_fp8", n, "sm_busy_pct")) < 1
-        assert abs(e(FP8, n, "dram_read_gb") / e("cublas_fp8", n, "dram_read_gb") - 1) < 0.05
+        assert abs(e(FP8, n, "dram_read_gb") / e("cublas_fp8", n, "dram_read_gb") - 1) < 0.1  # 9% apart at 4096
     assert "128x256" in e("cublas_fp8", 4096, "kernel") and pipes[2] > pipes[0]
-    assert {e(who, n, "run") for who in (FP8, "cublas_fp8") for n in (4096, 8192)} == {"2026-11-22T03:29Z-h100"}
-    assert says(text, "(`ci/l2_schedule.py`, recorded in run 2026-11-22T03:29Z-h100)")
+    run = {e(who, n, "run") for who in (FP8, "cublas_fp8") for n in (4096, 8192)}
+    assert len(run) == 1 and says(text, f"(`ci/l2_schedule.py`, recorded in run {run.pop()})")
     ratio4 = _row(data, FP8, 4096)["ratio"]
     assert says(text, f"What leaves rung 12 {100 * (1 - ratio4):.1f} points short at 4096 is a different kernel, the "
                       f"{_algorithm(_row(data, FP8, 4096)['cublas_ref'])[2]} tile that won this run's rounds")
@@ -297,13 +294,14 @@ def test_chapter_11_quotes_chapter_12_as_recorded(data):
                       f"{ratio[1]:.1%} of cuBLASLt's FP8 GEMM with fast accumulation")
     cc = [data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)]
     bar = _crosscheck_bar()
-    # just over the bar: the check fails at 4096, and the bullet must say so
-    assert cc[1]["ok"] and not cc[0]["ok"] and bar < abs(cc[0]["gap_points"]) <= 1.1 * bar
-    assert says(text, f"Nsight Compute confirms the 8192 ratio; at 4096 the cross-check fails: Nsight Compute gives "
-                      f"{cc[0]['ncu_ratio']:.1%} against the harness's {cc[0]['harness_ratio']:.1%}, a gap of "
-                      f"{cc[0]['gap_points']:.2f} points, over the {bar:.0f}-point bar, for a reason chapter 12 has "
-                      f"not yet found, so the 4096 ratio is not confirmed")
-    assert not says(text, "confirms the 4096") and not says(text, "at the edge of the 3-point bar")
+    # inside the bar at both sizes since run 13:27Z, 4096 the widest gap of the cross-check; the bullet must say so
+    assert cc[1]["ok"] and cc[0]["ok"] and 0.5 * bar < abs(cc[0]["gap_points"]) <= bar
+    assert says(text, f"Nsight Compute's cross-check passes at both sizes: at 8192 the gap is "
+                      f"{abs(cc[1]['gap_points']):.1f} points; at 4096 Nsight Compute gives {cc[0]['ncu_ratio']:.1%} "
+                      f"against the harness's {cc[0]['harness_ratio']:.1%}, a gap of {cc[0]['gap_points']:.2f} points, "
+                      f"inside the {bar:.0f}-point bar but wider than any other row of the cross-check, for a reason "
+                      f"chapter 12 has not yet found")
+    assert not says(text, "not confirmed")
 
 
 def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
