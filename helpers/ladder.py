@@ -106,6 +106,7 @@ class Row:
     host_us: float | None = None            # host time to queue one launch of the rung: apart from the GPU time
     cublas_host_us: float | None = None
     tile: list | None = None                # [BM, BN] the launch used (rung 10 picks it per shape)
+    cluster: int | None = None              # CTAs per cluster the launch used (rungs 10 and 12 pick 1 or 2)
     ms: float | None = None                 # median GPU time per launch
     batch: int | None = None                # launches per timed batch, the same for every contender
     rounds: int | None = None               # interleaved rounds
@@ -185,7 +186,7 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
             save=save)
         kt = b.kernel
         return Row.entry(
-            rung=r.id, tile=list(lau.kernel.tile), m=m, n=n, k=k, dtype=r.dtype, tflops=kt.tflops,
+            rung=r.id, tile=list(lau.kernel.tile), cluster=lau.kernel.consts.get("CLUSTER"), m=m, n=n, k=k, dtype=r.dtype, tflops=kt.tflops,
             cublas_tflops=base["tflops"], ratio=kt.tflops / base["tflops"], correct=ok.ok, rel_err=ok.rel_err,
             method=METHOD, tflops_iqr=list(kt.tflops_iqr), cublas_iqr=base["iqr"], cublas_ref=base["ref"],
             sm_clock_mhz=kt.sm_clock_mhz, power_w=kt.power_w, cublas_sm_clock_mhz=base["sm_clock_mhz"],

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .formats import FP8, FP8_INPUT_SCALE, cp_dtype, encode, to_bf16
-from .kernel import MAX_GRID_Y, Kernel, ShapeError, faults_explained, kernel, needs_16_bytes
+from .gpu import require_live
+from .kernel import MAX_GRID_Y, Kernel, ShapeError, faults_explained, kernel, needs_16_bytes, variant
 from .registry import Rung, rung as _rung
-from .tiles import choices, choose_tile
+from .tiles import choices, choose_tile, solo
 
 
 def square(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
@@ -148,9 +149,12 @@ def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
     m, n, k = square(m, n, k)
     validate(r, m, n, k, source)
     kern = kernel(r, source)
+    picked = {}
     if source is None and r.tile_choices:  # the wave napkin picks the tile for this shape, on this chip
         picked = next(row["config"] for row in choose_tile(r, m, n, k, kern.resident_clusters()) if row["picked"])
         kern = next(kv for overrides, kv, _ in choices(r) if overrides == picked)
+    if source is None and r.solo_clusters and solo(m, n, *kern.tile, require_live().sms):  # no CTA has a second tile
+        kern = variant(r, {**picked, "CLUSTER": 1})
     kern.function()  # needs the GPU; loads before anything is allocated
     return Launch(kern, m, n, k, *kern.geometry(m, n))
 

@@ -37,6 +37,7 @@ class Rung:
                                  # walked in the kernel's own tile order; "persistent": one block per SM a cluster can use
     tile_choices: tuple = ()     # other tiles a launch may pick per problem shape (helpers.tiles.pick_tile):
                                  # (constexpr overrides, steady rate relative to the rung's own tile at full waves)
+    solo_clusters: bool = False  # launch clusters of one CTA where no CTA gets a second tile (helpers.tiles.solo)
 
     @property
     def chapter(self) -> str:
@@ -166,11 +167,12 @@ RUNGS: tuple[Rung, ...] = (
     # waves they are slower than 128 x 256, so they only win where they fill a last wave that 256 leaves empty.
     Rung("10_beyond_cublas", "+ a tile per problem shape (the 4-stage ring as 10_stmatrix)", "gemm_beyond_cublas",
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
+         solo_clusters=True,
          **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
     # Chapter 12: rung 10's kernel on e4m3 operands (its 128 x 256 tile; the same 48 KiB stage holds k = 128).
     Rung("12_fp8", "e4m3 operands, wgmma k32, scales in the epilogue", "gemm_fp8", dtype="e4m3", out_dtype="bf16",
          needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c",
-         divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"},
+         divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"}, solo_clusters=True,
          sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
                    "QGMMA.64x256x32.F32.E4M3.E4M3"),
          sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS"), target=(1.00, 4096, "cublas")),

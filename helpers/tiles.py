@@ -35,6 +35,14 @@ def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], worker
     return [{**row, "picked": i == best} for i, row in enumerate(rows)]
 
 
+def solo(m: int, n: int, tile_m: int, tile_n: int, sms: int) -> bool:
+    """Whether a launch of a rung with `solo_clusters` runs clusters of one CTA: where its CTA tiles (tile_m x tile_n,
+    one CTA's) number no more than the SMs, no CTA takes a second tile. A pair then shares one B tile per k step and
+    nothing across tiles, and each CTA still waits for its partner's half of B every k step; ci/tune.py measured clusters
+    of one ahead at N = 2048 (one tile per CTA) and behind at 4096 and 8192 (several)."""
+    return (m // tile_m) * (n // tile_n) <= sms
+
+
 def choices(r: Rung) -> list[tuple[dict, Kernel, float]]:
     """(overrides, kernel, steady rate) of every tile a launch of r may use: its own first, then r.tile_choices."""
     return [(overrides, variant(r, overrides), rate) for overrides, rate in (({}, 1.0), *r.tile_choices)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.registry import MID_RATE, NARROW_RATE, ROOT, rung
+from helpers.registry import MID_RATE, NARROW_RATE, ROOT, RUNGS, rung
 
 HELPERS = ROOT / "helpers"
 FINAL = "10_beyond_cublas"
@@ -400,3 +400,17 @@ def test_a_tile_list_is_one_block_per_tile_on_a_1d_grid_and_needs_no_gpu():
     assert k.tile == (128, 256) and k.consts["CLUSTER"] == 1
     assert k.geometry(4096, 8192)[0] == (4096 // 128 * (8192 // 256), 1, 1)
     assert k.geometry(256, 512)[0] == (4, 1, 1)
+
+
+@pytest.mark.parametrize("n, tile, sms, alone", [
+    (2048, (128, 256), 132, True),    # 16 x 8 = 128 CTA tiles: none takes a second
+    (1024, (128, 128), 132, True),    # 64
+    (3072, (128, 192), 132, False),   # 24 x 16 = 384
+    (4096, (128, 256), 132, False),   # 512: pairs share B across four tiles each
+    (2048, (128, 128), 132, False),   # 256
+])
+def test_clusters_of_one_where_no_cta_takes_a_second_tile(n, tile, sms, alone):
+    from helpers.tiles import solo
+    assert solo(n, n, *tile, sms) is alone
+    assert rung(FINAL).solo_clusters and rung("12_fp8").solo_clusters
+    assert not any(r.solo_clusters for r in RUNGS if r.id not in (FINAL, "12_fp8"))
