@@ -265,6 +265,29 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
                       f"{round(100 * _ratio(data, '10_stmatrix', 1024))}% to {round(100 * _ratio(data, FINAL, 1024))}%")
 
 
+def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measured(data):
+    """Rung 10 at N = 1024 and 2048, measured twice in run 13:27Z: in pairs (results/solo_clusters.log, "replaced")
+    and with clusters of one (results/, "recorded"); chapter 10 quotes both, and the step-6 factor's two parts."""
+    log = [json.loads(line) for line in (ROOT / "results" / "solo_clusters.log").read_text().splitlines()
+           if line.startswith("{")]
+    rows = {(e["what"], e["n"]): e for e in log}
+    text = _markdown("10_beyond_cublas.ipynb")
+    for n in (1024, 2048):
+        was, now = rows["replaced", n], rows["recorded", n]
+        assert now == {"what": "recorded", "key": was["key"], **data["gemm"][was["key"]]}  # the row results/ keeps
+        assert was["run"] == now["run"] and was.get("cluster") is None and now["cluster"] == 1
+        assert was["tile"] == now["tile"] and now["tflops_iqr"][0] > was["tflops_iqr"][1]
+    was, now = rows["replaced", 1024], rows["recorded", 1024]
+    w2, n2 = rows["replaced", 2048], rows["recorded", 2048]
+    assert says(text, f"rung 10 went from {was['tflops']:.1f} to {now['tflops']:.1f} TFLOP/s at N = 1024 "
+                      f"({was['ratio']:.1%} to {now['ratio']:.1%} of cuBLAS) and from {w2['tflops']:.1f} to "
+                      f"{n2['tflops']:.1f} at 2048 ({w2['ratio']:.1%} to {n2['ratio']:.1%})")
+    tile_alone = was["tflops"] / data["gemm"][results.gemm_key("10_stmatrix", 1024, 1024, 1024)]["tflops"]
+    assert says(text, f"the 128 × 128 tile alone, still in pairs, bought {tile_alone:.2f} ({was['tflops']:.1f} TFLOP/s")
+    assert says(text, f"take N = 2048 from {100 * w2['ratio']:.0f}% to {100 * n2['ratio']:.0f}% of cuBLAS and N = 1024 "
+                      f"from {100 * was['ratio']:.0f}% to {100 * now['ratio']:.0f}%")
+
+
 def test_the_tile_rates_the_registry_uses_are_what_the_run_measured(data):
     from helpers.registry import MID_RATE, NARROW_RATE
     v = lambda change, n: data["variants"][f"{FINAL}:{json.dumps(change, sort_keys=True)}@{n}"]["tflops"]  # noqa: E731
