@@ -288,6 +288,26 @@ def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measu
                       f"from {100 * was['ratio']:.0f}% to {100 * now['ratio']:.0f}%")
 
 
+def test_chapter_10_says_the_cluster_step_does_not_pay_at_4096_after_the_tma_store_either():
+    """ci/bf16_stores.py experiment 7 (results/bf16_stores.log, section 7): the cluster step moved after the TMA store
+    loses at 4096 and pays at 8192; chapter 10 quotes the medians of its five rounds."""
+    import statistics
+    log = (ROOT / "results" / "bf16_stores.log").read_text()
+    seven = log[log.index("\n# 7."):]
+    got: dict = {}
+    for n, name, tflops in re.findall(r"^N=(\d+) round \d (.+?)\s+([\d.]+) TFLOP/s", seven, re.M):
+        got.setdefault((int(n), name.strip()), []).append(float(tflops))
+    med = {k: statistics.median(v) for k, v in got.items()}
+    assert all(len(v) == 5 for v in got.values()) and len(got) == 8
+    before = {n: med[n, "TMA store, no clusters"] for n in (4096, 8192)}
+    after = {n: med[n, "10_tma_store"] for n in (4096, 8192)}
+    assert after[4096] < before[4096] and after[8192] > 1.03 * before[8192]
+    assert max(got[4096, "10_tma_store"]) < min(got[4096, "TMA store, no clusters"])  # every round, not the median alone
+    assert says(_markdown("10_beyond_cublas.ipynb"),
+                f"the pairs take the kernel from {before[4096]:.1f} to {after[4096]:.1f} TFLOP/s at N = 4096, a loss, and "
+                f"from {before[8192]:.1f} to {after[8192]:.1f} at 8192")
+
+
 def test_the_tile_rates_the_registry_uses_are_what_the_run_measured(data):
     from helpers.registry import MID_RATE, NARROW_RATE
     v = lambda change, n: data["variants"][f"{FINAL}:{json.dumps(change, sort_keys=True)}@{n}"]["tflops"]  # noqa: E731
