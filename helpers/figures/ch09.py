@@ -1,4 +1,5 @@
-"""Chapter 09 (setmaxnreg): fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers."""
+"""Chapter 09 (setmaxnreg): fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers,
+fig_wide_registers."""
 from __future__ import annotations
 
 import re
@@ -312,4 +313,56 @@ def fig_consumer_registers(ax=None):
                   "hatched: allowed but unused; thick tick: the cap", fontsize=8.5)
     clean(ax)
     ax.set_title("What a thread actually holds: 128 accumulators plus about two dozen others", fontsize=10)
+    return ax
+
+
+def fig_wide_registers(ax=None):
+    """The 128 x 320 tile's consumer thread, per register index: with the 24 / 240 split (09_wide) what its SASS
+    touches, accumulators and the rest, under its cap; without it (09_wide_spill) the same 160 accumulators against
+    the launch cap, and what ptxas does about the shortfall (spill bytes and the local-memory instructions of one k
+    tile, from the build). Rung 09's consumer above them for scale."""
+    from ..registry import rung
+    c9, cw = build("09_setmaxnreg").consts, build("09_wide").consts
+    m9, mw = _register_map("09_setmaxnreg"), _register_map("09_wide")
+    spill = build("09_wide_spill")
+    res = spill.resources[rung("09_wide_spill").entry]
+    sass = spill.sass().splitlines()
+    mma = [i for i, line in enumerate(sass) if "HGMMA" in line]
+    local = sum(("STL" in line or "LDL" in line) for line in sass[mma[0]:mma[-1] + 1])
+    start = launch_registers(cw["THREADS"])
+    need = mw["consumer"]
+    assert mw["acc"] == 160 and start < need <= cw["CONSUMER_REGS"] and res.spill_stores > 0
+    ax = axes(ax, (9.1, 3.8))
+    h = 0.55
+    rows = [
+        (f"rung 09, 128 x 256\n(cap {c9['CONSUMER_REGS']})", c9["CONSUMER_REGS"], m9, None),
+        (f"09_wide, 128 x 320\n(cap {cw['CONSUMER_REGS']} after setmaxnreg.inc)", cw["CONSUMER_REGS"], mw, None),
+        (f"09_wide_spill, 128 x 320\n(no setmaxnreg: cap {start})", start, mw, res),
+    ]
+    for y, (label, cap, m, spilled) in enumerate(rows):
+        ax.barh(y, m["acc_base"], height=h, color="0.55", alpha=0.85, edgecolor="white")
+        ax.barh(y, m["acc"], left=m["acc_base"], height=h, color=CONSUMER, alpha=0.85, edgecolor="white")
+        ax.text(m["acc_base"] + min(m["acc"], cap - m["acc_base"]) / 2, y, f"{m['acc']} accumulators", va="center",
+                ha="center", fontsize=8, color="white")
+        top = m["acc_base"] + m["acc"]
+        if spilled is None:
+            ax.barh(y, cap - top, left=top, height=h, facecolor="none", edgecolor="0.6", hatch="..", lw=0.6)
+            ax.text(cap + 2, y, f"{cap - top} spare", fontsize=8, va="center", color="0.3")
+        else:  # past the cap: what cannot live in registers, and what ptxas does instead (under the bar)
+            ax.barh(y, top - cap, left=cap, height=h, facecolor="none", edgecolor="black", hatch="xx", lw=0.8)
+            ax.text(0.5, y + h / 2 + 0.05, f"needs {top}, has {cap}: ptxas spills {spilled.spill_stores:,} B and "
+                                           f"reloads {spilled.spill_loads:,} B per thread,\nand runs {local} local "
+                                           f"loads and stores in each k tile", fontsize=8, va="top", ha="left",
+                    color="0.15")
+        ax.plot([cap, cap], [y - h / 2 - 0.08, y + h / 2 + 0.08], color="black", lw=2)
+    ax.axvline(start, color="black", lw=0.8, ls=":", zorder=0)
+    ax.text(start, -0.62, f"launch cap {start}", fontsize=8, ha="center", va="bottom")
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8.5)
+    ax.set_ylim(len(rows) + 0.1, -0.85)
+    ax.set_xlim(0, MAX_REGS_PER_THREAD + 1)
+    ax.set_xticks([0, 32, 64, 96, 128, 160, 192, 224, 255])
+    ax.set_xlabel("registers per consumer thread, R0 up to the highest its SASS names (grey: addresses, descriptors,"
+                  " loop state);\ndotted: allowed but unused; crossed: past the cap; thick tick: the cap", fontsize=8.5)
+    clean(ax)
+    ax.set_title("160 accumulators fit under 240, not under 168", fontsize=10)
     return ax
