@@ -305,14 +305,21 @@ def fig_consumer_registers(ax=None):
             color=CONSUMER)
     ax.text(c9["PRODUCER_REGS"], -0.62, f"{c9['PRODUCER_REGS']}", fontsize=8, ha="center", va="bottom",
             color=PRODUCER)
-    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8.5)
-    ax.set_ylim(len(rows) - 0.45, -0.85)
+    return _register_axis(ax, [r[0] for r in rows], len(rows) - 0.45,
+                          "registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports it);\n"
+                          "hatched: allowed but unused; thick tick: the cap",
+                          "What a thread actually holds: 128 accumulators plus about two dozen others")
+
+
+def _register_axis(ax, labels: list, bottom: float, xlabel: str, title: str):
+    """The register-index axis the chapter's two register figures share: one labelled row per thread, R0 to R255."""
+    ax.set_yticks(range(len(labels)), labels, fontsize=8.5)
+    ax.set_ylim(bottom, -0.85)
     ax.set_xlim(0, MAX_REGS_PER_THREAD + 1)
     ax.set_xticks([0, 32, 64, 96, 128, 160, 192, 224, 255])
-    ax.set_xlabel("registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports it);\n"
-                  "hatched: allowed but unused; thick tick: the cap", fontsize=8.5)
+    ax.set_xlabel(xlabel, fontsize=8.5)
     clean(ax)
-    ax.set_title("What a thread actually holds: 128 accumulators plus about two dozen others", fontsize=10)
+    ax.set_title(title, fontsize=10)
     return ax
 
 
@@ -357,12 +364,7 @@ def fig_wide_registers(ax=None):
         ax.plot([cap, cap], [y - h / 2 - 0.08, y + h / 2 + 0.08], color="black", lw=2)
     ax.axvline(start, color="black", lw=0.8, ls=":", zorder=0)
     ax.text(start, -0.62, f"launch cap {start}", fontsize=8, ha="center", va="bottom")
-    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8.5)
-    ax.set_ylim(len(rows) + 0.1, -0.85)
-    ax.set_xlim(0, MAX_REGS_PER_THREAD + 1)
-    ax.set_xticks([0, 32, 64, 96, 128, 160, 192, 224, 255])
-    ax.set_xlabel("registers per consumer thread, R0 up to the highest its SASS names (grey: addresses, descriptors,"
-                  " loop state);\ndotted: allowed but unused; crossed: past the cap; thick tick: the cap", fontsize=8.5)
-    clean(ax)
-    ax.set_title("160 accumulators fit under 240, not under 168", fontsize=10)
-    return ax
+    return _register_axis(ax, [r[0] for r in rows], len(rows) + 0.1,
+                          "registers per consumer thread, R0 up to the highest its SASS names (grey: addresses, "
+                          "descriptors, loop state);\ndotted: allowed but unused; crossed: past the cap; thick tick: "
+                          "the cap", "160 accumulators fit under 240, not under 168")
