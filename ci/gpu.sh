@@ -60,9 +60,10 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     l2)       python3 ci/l2_schedule.py ${L2_IDS:-} 2>&1 | tee "$LOGS/l2.log" || status=1 ;;
     tune)     python3 ci/tune.py 2>&1 | tee "$LOGS/tune.log" || status=1 ;;
     # then chapter 09's 128 x 320 tile, with and without setmaxnreg, at sizes that both its tile and 256 divide
-    ladder)   { python3 -m helpers ladder --all --n 4096 8192 --plot "$LOGS/climb.png";
-                python3 -m helpers ladder --n 5120 10240 --rungs 08_same_tile 09_setmaxnreg 09_wide_spill 09_wide; } \
-                2>&1 | tee "$LOGS/ladder.log" || status=1 ;;
+    ladder)   python3 -m helpers ladder --all --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" \
+                || status=1
+              python3 -m helpers ladder --n 5120 10240 --rungs 08_same_tile 09_setmaxnreg 09_wide_spill 09_wide 2>&1 \
+                | tee -a "$LOGS/ladder.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose

@@ -183,7 +183,9 @@ def _ladder(args, chosen) -> int:
             print(f"error: the climb plot could not be written to {args.plot} ({e.strerror or e}).", file=sys.stderr)
             return 2
         print(f"climb plot written to {args.plot}", file=sys.stderr)
-    return 0 if numbers and not missing and not any_refused else 1
+    # --all is every rung at the sizes asked: one whose tiles do not divide a size is skipped (said above), not a
+    # failure. A rung named with --rungs that cannot take a size still fails.
+    return 0 if numbers and not missing and not (any_refused and not args.all) else 1
 
 
 PROFILE_HELP = """\

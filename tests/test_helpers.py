@@ -187,6 +187,7 @@ def test_cli_replays_recorded_results_as_json(tmp_path):
     from helpers.registry import MAIN
     assert [r["rung"] for r in rows] == list(MAIN)  # the main path by default; --all adds the ablations
     every = _cli("--json", "--all", "--plot", "")
+    assert every.returncode == 0, every.stderr  # --all skips the rungs a size does not fit, and says so
     takes = [r.id for r in RUNGS if r.config.get("BN") != 320]  # chapter 09's 128 x 320 tile: no multiple of 4096
     assert [r["rung"] for r in json.loads(every.stdout)] == takes
     assert "skipped: N=4096 for 2 of" in every.stderr and "09_wide_spill, 09_wide" in every.stderr
