@@ -1,7 +1,8 @@
 """The tile policy: which tile a launch of a rung uses for a problem shape. Rung 10 carries several tiles
 (`Rung.tile_choices`); at full waves the widest is fastest, so a narrower one wins only where it fills a last wave
 that the widest leaves empty. The wave napkin prices that, as cuBLAS's heuristics do; `helpers.launch` applies it,
-and the chapters' explorers and figures draw it.
+and the chapters' explorers and figures draw it. Where no CTA gets a second tile, rungs 10 and 12 also launch
+clusters of one CTA (`solo`).
 """
 from __future__ import annotations
 
@@ -36,10 +37,11 @@ def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], worker
 
 
 def solo(m: int, n: int, tile_m: int, tile_n: int, sms: int) -> bool:
-    """Whether a launch of a rung with `solo_clusters` runs clusters of one CTA: where its CTA tiles (tile_m x tile_n,
-    one CTA's) number no more than the SMs, no CTA takes a second tile. A pair then shares one B tile per k step and
-    nothing across tiles, and each CTA still waits for its partner's half of B every k step; ci/tune.py measured clusters
-    of one ahead at N = 2048 (one tile per CTA) and behind at 4096 and 8192 (several)."""
+    """Whether a launch of a rung with `solo_clusters` runs clusters of one CTA: where its CTA tiles (tile_m x
+    tile_n, one CTA's) number no more than the SMs, no CTA takes a second tile. A pair then shares one B tile per k
+    step and nothing across tiles, and each CTA still waits for its partner's half of B every k step. A measured rule,
+    not a derived one: ci/tune.py found clusters of one ahead at N = 2048 (one tile per CTA) and behind at 4096 and
+    8192 (several); results/solo_clusters.log has rung 10's rows at 1024 and 2048 before and after it."""
     return (m // tile_m) * (n // tile_n) <= sms
 
 

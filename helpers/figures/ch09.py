@@ -306,8 +306,8 @@ def fig_consumer_registers(ax=None):
     ax.text(c9["PRODUCER_REGS"], -0.62, f"{c9['PRODUCER_REGS']}", fontsize=8, ha="center", va="bottom",
             color=PRODUCER)
     return _register_axis(ax, [r[0] for r in rows], len(rows) - 0.45,
-                          "registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports it);\n"
-                          "hatched: allowed but unused; thick tick: the cap",
+                          "registers per thread: R0 up to the highest one the SASS names (row 3: as ptxas reports "
+                          "it);\nhatched: allowed but unused; thick tick: the cap",
                           "What a thread actually holds: 128 accumulators plus about two dozen others")
 
 
