@@ -168,7 +168,8 @@ KEYS = {
     "local_bytes": "bytes the launch moved through local memory (spills at run time): 32-byte sectors of local loads "
                    "plus stores at L1TEX (local_load_bytes, local_store_bytes apart)",
     "occupancy_pct, theoretical_occupancy_pct": "achieved and theoretical occupancy, % of the SM's warp slots",
-    "kernel, tile, grid, block, launches": "what was profiled: kernel name, tile, launch geometry, how many launches",
+    "kernel, tile, cluster, grid, block, launches": "what was profiled: kernel name, tile, CTAs per cluster (where the "
+                                                    "kernel has clusters), launch geometry, how many launches",
     "metric_source": "the metric or formula behind each key",
     "raw": "every numeric metric ncu collected (median over the launches, ncu's base units: ns, bytes, /s, %)",
     "ncu": "Nsight Compute's version, the metric tier used and the command line",
@@ -200,7 +201,8 @@ cp.cuda.runtime.deviceSynchronize()
 cp.cuda.nvtx.RangePop()
 res = lau.kernel.build.resources.get(r.entry)
 print("PROFILE-CHILD " + json.dumps({
-    "entry": r.entry, "tile": list(lau.kernel.tile), "grid": list(lau.grid), "block": list(lau.block),
+    "entry": r.entry, "tile": list(lau.kernel.tile), "cluster": lau.kernel.consts.get("CLUSTER"),
+    "grid": list(lau.grid), "block": list(lau.block),
     "smem_bytes": lau.smem, "launches": launches, "unprofiled_ms": ms,
     "ptxas_registers": res.registers if res else None, "spill_store_bytes": res.spill_stores if res else None,
     "spill_load_bytes": res.spill_loads if res else None}), flush=True)
@@ -411,7 +413,7 @@ def summarize(raw: dict[str, float], units: dict[str, str], r: Rung, child: dict
 
     return {
         "rung": r.id, "n": None, "dtype": r.dtype, "kernel": None,
-        "tile": child.get("tile"), "grid": child.get("grid"), "block": child.get("block"),
+        "tile": child.get("tile"), "cluster": child.get("cluster"), "grid": child.get("grid"), "block": child.get("block"),
         "smem_bytes": child.get("smem_bytes"), "launches": None,
         "duration_us": rnd(seconds * 1e6 if seconds else None, 3),
         "sm_clock_mhz": rnd(hz / 1e6 if hz else None, 1),

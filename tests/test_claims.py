@@ -286,6 +286,17 @@ def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measu
     assert says(text, f"the 128 × 128 tile alone, still in pairs, bought {tile_alone:.2f} ({was['tflops']:.1f} TFLOP/s")
     assert says(text, f"take N = 2048 from {100 * w2['ratio']:.0f}% to {100 * n2['ratio']:.0f}% of cuBLAS and N = 1024 "
                       f"from {100 * was['ratio']:.0f}% to {100 * now['ratio']:.0f}%")
+    # the profile at 2048: the same kernel in pairs (10_stmatrix) takes longer at a higher clock, reads the same DRAM
+    # bytes, and stalls more at barriers
+    one, two = (data["profiles"][f"{r}@2048"] for r in (FINAL, "10_stmatrix"))
+    assert one["duration_us"] < two["duration_us"] and one["sm_clock_mhz"] < two["sm_clock_mhz"]
+    assert says(text, f"takes {two['duration_us']:.1f} µs against {one['duration_us']:.1f}, at a slightly higher clock "
+                      f"({two['sm_clock_mhz']:,.0f} against {one['sm_clock_mhz']:,.0f} MHz)")
+    mb = [e["dram_read_bytes"] / 1e6 for e in (one, two)]
+    assert says(text, f"({mb[0]:.1f} and {mb[1]:.1f} MB") and abs(mb[0] / mb[1] - 1) < 0.1
+    more = 100 * (two["stall_reasons"]["barrier"] - one["stall_reasons"]["barrier"])
+    assert says(text, f"the pairs spend {more:.0f} more points of their stalls")
+    assert says(text, f"`barrier` at {100 * two['stall_reasons']['barrier']:.0f}% of its stalls")
 
 
 def test_chapter_10_says_the_cluster_step_does_not_pay_at_4096_after_the_tma_store_either():

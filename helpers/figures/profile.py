@@ -28,10 +28,21 @@ def _entry(rung_id: str, n: int) -> dict:
                           f"H100 with Nsight Compute (python -m helpers profile --rungs {rung_id} --n {n}).") from None
 
 
-def _roof(rung_id: str) -> str:
-    """The ceiling of the path rung_id loads through (helpers.plot.load_path): TMA multicast, TMA, or LDG."""
+def _roof(rung_id: str, e: dict | None = None) -> str:
+    """The ceiling of the path rung_id loads through (helpers.plot.load_path): TMA multicast, TMA, or LDG. Where the
+    profiled launch (entry e) ran clusters of one, as rungs 10 and 12 do where no CTA gets a second tile, nothing is
+    multicast: plain TMA. Entries record their launch's cluster; older ones did not, and the launch rule
+    (helpers.tiles.solo) says what it was from the entry's own tile and N."""
+    from ..hardware import SMS
     from ..plot import load_path
-    return load_path(rung(rung_id))
+    from ..tiles import solo
+    r = rung(rung_id)
+    path = load_path(r)
+    if e is not None and path == "tma_multicast" and r.solo_clusters:
+        cluster = e.get("cluster") or (1 if solo(e["n"], e["n"], *e["tile"], SMS) else 2)
+        if cluster == 1:
+            return "tma_l2_gemm"
+    return path
 
 
 def _pipe(e: dict) -> tuple[str, float]:
@@ -46,7 +57,7 @@ def limit_of(rung_id: str, n: int) -> dict:
     e = _entry(rung_id, n)
     top, share = max(e["stall_reasons"].items(), key=lambda kv: kv[1])
     pipe, pct = _pipe(e)
-    roof = _roof(rung_id)
+    roof = _roof(rung_id, e)
     return {"top_stall": top, "top_share": share, "pipe": pipe, "pipe_pct": pct,
             "l2_fraction_of_roof": e["l2_tbps"] / recorded_ceilings()[roof].value, "roof": roof}
 
@@ -61,7 +72,7 @@ def _stall_rows(entries: list[dict]) -> list[str]:
 def _rates(e: dict, rid: str, ceilings: dict) -> list[tuple[float, str]]:
     """(% of roof, label on the bar) for each row of the throughput panel, in ROW order."""
     pipe, pct = _pipe(e)
-    roof = ceilings[_roof(rid)].value
+    roof = ceilings[_roof(rid, e)].value
     # Shared memory has no probe of its own (chapter 00 measures the paths into it and out of it to wgmma), so its
     # row is Nsight Compute's busy share of the shared-memory data pipe, against the peak ncu knows: a counter
     # that includes cp.async writes, TMA's and wgmma's reads, which instruction bytes alone would miss.
@@ -109,7 +120,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     clean(ax_s)
 
     # Right: throughput as % of each metric's roof, the measured value written on the bar.
-    roofs = {ROOFS[_roof(rid)]: ceilings[_roof(rid)].value for rid in ids}
+    roofs = {ROOFS[_roof(rid, e)]: ceilings[_roof(rid, e)].value for rid, e in zip(ids, entries)}
     pipes = {_pipe(e)[0] for e in entries}
     l2_label = (f"L2 -> SM, % of {next(iter(roofs))} roof\n{next(iter(roofs.values())):.2f} TB/s" if len(roofs) == 1
                 else "L2 -> SM, % of its path's roof:\n" + ", ".join(f"{k} {v:.2f}" for k, v in roofs.items()) + " TB/s")
