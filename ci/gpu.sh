@@ -2,9 +2,10 @@
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [probes] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
-#   [profile] (default: all but `profile`; chapters 10 and 12 replay what `tune` records). A 10-minute call fits about
-#   half of the default steps. Timed on the H100 on 2026-11-22 (run 03:29Z): tests 108 s, sanitize 193 s (every rung),
-#   ceilings 20 s, crosscheck 39 s, banks 14 s, l2 109 s, ladder 134 s, tune 43 s, notebooks 277 s. So:
+#   [profile] [pingpong] (default: all but `profile` and `pingpong`; chapters 10 and 12 replay what `tune` records).
+#   A 10-minute call fits about half of the default steps. Timed on the H100 on 2026-11-22 (run 03:29Z): tests
+#   108 s, sanitize 193 s (every rung), ceilings 20 s, crosscheck 39 s, banks 14 s, l2 109 s, ladder 134 s, tune 43 s,
+#   notebooks 277 s. So:
 #   `tests sanitize ceilings crosscheck banks l2` (490 s), then `ladder tune notebooks prune` (460 s), back to back
 #   (a machine idle for 30 s is given back) with one GEMM_LADDER_RUN, copying results/ back into the tree between
 #   calls. SANITIZE_RUNGS="07_ 10_bf16" sanitizes only the rungs whose ids start so (the kernels a change touched).
@@ -64,6 +65,13 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
                 || status=1
               python3 -m helpers ladder --n 5120 10240 --rungs 08_same_tile 09_setmaxnreg 09_wide_spill 09_wide 2>&1 \
                 | tee -a "$LOGS/ladder.log" || status=1 ;;
+    # chapter 10's PINGPONG switch, an experiment outside the run (results/pingpong.json): sanitized at small shapes,
+    # then checked, timed beside the cooperative kernel and cuBLAS at every shape, and traced
+    pingpong) for tool in memcheck racecheck synccheck; do
+                compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 ci/pingpong.py check \
+                  small 2>&1 | tail -4 | tee -a "$LOGS/sanitize.log" || status=1
+              done
+              python3 ci/pingpong.py 2>&1 | tee "$LOGS/pingpong.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose

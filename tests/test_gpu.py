@@ -158,3 +158,20 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "FAULT 07_tma did not finish" in out.stdout, out.stdout + out.stderr
     assert "expect_tx" in out.stdout
+
+
+# Chapter 10's PINGPONG switch (ci/pingpong.py's experiment): each consumer on every other tile of its CTA, taking
+# turns at the ring. Correct wherever 10_stmatrix takes a shape: one tile a CTA, odd and even counts, k tiles fewer
+# than stages. A consumer that waited a ring lap early would read the other's bytes, and C would be wrong.
+@pytest.mark.parametrize("buffers", (2, 1), ids=("4_stages", "5_stages"))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_pingpong_correct(shape, buffers):
+    from helpers.compiler import apply_config
+    from helpers.playground import source
+    src = apply_config(source("10_stmatrix"), {"PINGPONG": 1, "C_BUFFERS": buffers})
+    try:
+        validate(rung("10_stmatrix"), *shape, src)
+    except ShapeError:
+        return
+    res = check("10_stmatrix", *shape, source=src)
+    assert res.ok, str(res)

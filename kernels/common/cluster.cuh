@@ -29,3 +29,9 @@ __device__ __forceinline__ void barrier_cluster_sync() {
 __device__ __forceinline__ void bar_sync(unsigned id, unsigned count) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+
+// bar.arrive id, count: count this thread in at named barrier `id` and go on without waiting; the barrier opens
+// for whoever waits there in bar.sync once `count` threads have arrived or synced. A count is required here.
+__device__ __forceinline__ void bar_arrive(unsigned id, unsigned count) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}

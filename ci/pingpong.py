@@ -1,0 +1,136 @@
+"""Ping-pong consumers (issue "ahead"): chapter 10's kernel with PINGPONG = 1 against the same kernel cooperative, an
+experiment outside the book's run. It records nothing in the run's results; results/pingpong.json keeps its output.
+
+    python ci/pingpong.py check     correctness at small and ragged shapes (`check small`: the three smallest, which
+                                    ci/gpu.sh's pingpong step runs under compute-sanitizer)
+    python ci/pingpong.py time      every shape: the variants below and cuBLAS, all in the same interleaved rounds
+    python ci/pingpong.py trace     clock64 stamps of CTA 0's consumers, one launch per variant, at 8192 x 8192 x 1024
+
+The variants, all chapter 10's file:
+- "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);
+- "rung 10": 10_beyond_cublas as launched (its tile per shape, clusters of one where no CTA takes a second tile);
+- "ping-pong": 10_stmatrix with PINGPONG = 1 (each consumer on its own 64 x 256 tile; 40 KiB stages, so the budget
+  holds four beside two C buffers per consumer);
+- "ping-pong, 5 stages": the same with one C buffer per consumer, which frees room for a fifth stage.
+"""
+import json
+import os
+import sys
+
+os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/pingpong_scratch.json")  # nothing here belongs to the book's run
+
+from helpers import check, device  # noqa: E402
+from helpers.compiler import apply_config  # noqa: E402
+from helpers.launch import prepare  # noqa: E402
+from helpers.playground import source  # noqa: E402
+from helpers.registry import ROOT  # noqa: E402
+from helpers.timing import cublas_set, input_sets_for, time_gpu  # noqa: E402
+
+RECORD = ROOT / "results" / "pingpong.json"
+SQUARE = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+OTHER = ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192), (12288, 12288, 4096))
+# Shapes that reach every path: one tile per CTA, odd and even tile counts per CTA (the last tile's consumer has no
+# one to hand the turn to), k tiles fewer than stages, one k tile, and a cluster tile of 128 rows.
+CHECKS = ((256, 256, 256), (384, 512, 512), (640, 768, 128), (2048, 2048, 256), (4096, 2048, 128), (1024, 1024, 64))
+
+
+def variants() -> dict:
+    base = source("10_stmatrix")
+    return {"ping-pong": apply_config(base, {"PINGPONG": 1}),
+            "ping-pong, 5 stages": apply_config(base, {"PINGPONG": 1, "C_BUFFERS": 1})}
+
+
+def run_checks(shapes=CHECKS) -> bool:
+    ok = True
+    for name, src in variants().items():
+        for shape in shapes:
+            got = check("10_stmatrix", *shape, source=src)
+            ok &= bool(got.ok)
+            print(f"{name:<20} {'x'.join(map(str, shape)):<16} {got}", flush=True)
+    return ok
+
+
+def time_shape(m: int, n: int, k: int) -> dict:
+    launches = {"cooperative": prepare("10_stmatrix", m, n, k), "rung 10": prepare("10_beyond_cublas", m, n, k)}
+    launches.update({name: prepare("10_stmatrix", m, n, k, source=src) for name, src in variants().items()})
+    first = launches["cooperative"]
+    sets = input_sets_for(m, n, k, 2, device().l2_bytes)
+    inputs = [first.inputs() for _ in range(sets)]
+    c = first.output()
+    contenders = {}
+    for name, lau in launches.items():
+        args = [lau.args(a, b, c) for a, b in inputs]
+        contenders[name] = (lambda lau, args: lambda i: lau.enqueue(args[i % len(args)]))(lau, args)
+    cublas, note = cublas_set(first.rung, m, n, k, inputs)
+    contenders.update({x.name: x.run for x in cublas})
+    got = time_gpu(contenders, first.flops)
+    best = min((x for x in cublas if x.same_out), key=lambda x: got[x.name].ms)
+    row = {"shape": [m, n, k], "cublas": best.label, "note": note}
+    for name in (*launches, best.name):
+        t = got[name]
+        row[name if name in launches else "cublas_best"] = {
+            "tflops": t.tflops, "iqr": list(t.tflops_iqr), "ratio": got[best.name].ms / t.ms,
+            "sm_clock_mhz": t.sm_clock_mhz, "power_w": t.power_w, "rounds": t.rounds, "batch": t.batch}
+    for name, lau in launches.items():
+        row[name].update({"tile": list(lau.kernel.tile), "cluster": lau.kernel.consts.get("CLUSTER", 1),
+                          "stages": lau.kernel.consts["STAGES"], "grid": lau.grid[0]})
+    cells = "  ".join(f"{name} {row[name]['tflops']:.1f} ({row[name]['ratio']:.3f})" for name in launches)
+    print(f"{m}x{n}x{k}: {cells}  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)
+    return row
+
+
+# The instrumented build: CTA 0's consumer thread 0 stamps clock64 when a tile's k loop may start (after its turn),
+# when its last wgmma group has finished, and when its epilogue has issued the tile's last store.
+TRACE_TILES = 64
+STAMP = ("if (blockIdx.x == 0 && t == 0 && j < {T}) pingpong_trace[(c * {T} + j) * 3 + {w}] = clock64();")
+
+
+def traced(src: str) -> str:
+    T = TRACE_TILES
+    head = "constexpr int PINGPONG"
+    loop = ("            int row0, col0;\n            tile_origin(tile, tiles_m, tiles_n, row0, col0);\n"
+            "            for (int kt = 0; kt < k_tiles; ++kt, ++it) {\n                const int s = it % STAGES;\n"
+            "                mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);")
+    drained = "            wgmma_wait_group<0>();\n            release((it - 1) % STAGES);"
+    end = "            }\n        }\n        if (EPILOGUE > 0 && t == 0) cp_async_bulk_wait_group<0>();"
+    for anchor in (head, loop, drained, end):
+        assert src.count(anchor) == 1, anchor
+    src = src.replace(head, f"__device__ unsigned long long pingpong_trace[2 * {T} * 3];\n{head}")
+    src = src.replace(loop, "            " + STAMP.format(T=T, w=0) + "\n" + loop)
+    src = src.replace(drained, drained + "\n            " + STAMP.format(T=T, w=1))
+    return src.replace(end, "            }\n            " + STAMP.format(T=T, w=2) + end[13:])
+
+
+def trace(m: int = 8192, n: int = 8192, k: int = 1024) -> dict:
+    import cupy as cp
+    import numpy as np
+    out = {"shape": [m, n, k], "unit": "SM clock cycles", "tiles": TRACE_TILES}
+    for name, src in {"cooperative": source("10_stmatrix"), **variants()}.items():
+        lau = prepare("10_stmatrix", m, n, k, source=traced(src))
+        stamps = cp.ndarray((2 * TRACE_TILES * 3,), cp.uint64, lau.kernel.module().get_global("pingpong_trace"))
+        stamps.fill(0)
+        a, b = lau.inputs()
+        lau(a, b, lau.output())
+        cp.cuda.runtime.deviceSynchronize()
+        s = stamps.get().reshape(2, TRACE_TILES, 3).astype(np.int64)
+        s[s > 0] -= s[s > 0].min()
+        out[name] = s.tolist()
+        print(name, "first tiles per consumer:", s[0, :3].tolist(), s[1, :3].tolist(), flush=True)
+    return out
+
+
+def save(part: str, value) -> None:
+    data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
+    data[part] = value
+    data["env"] = device().env()
+    RECORD.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1:] or ["check", "time", "trace"]
+    if "check" in what and not run_checks(CHECKS[:3] if "small" in what else CHECKS):
+        sys.exit("a ping-pong variant computed a wrong C")
+    if "time" in what:
+        save("time", [time_shape(s, s, s) for s in SQUARE] + [time_shape(*s) for s in OTHER])
+    if "trace" in what:
+        save("trace", trace())
