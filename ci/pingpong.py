@@ -5,8 +5,9 @@ experiment outside the book's run. It records nothing in the run's results; resu
                                     ci/gpu.sh's pingpong step runs under compute-sanitizer)
     python ci/pingpong.py time      every shape: the variants below and cuBLAS, all in the same interleaved rounds
     python ci/pingpong.py trace     clock64 stamps of CTA 0's consumers, one launch per variant, at 8192 x 8192 x 1024
+    python ci/pingpong.py profile   Nsight Compute on each variant at N = 8192 (helpers.profile.collect)
 
-The variants, all chapter 10's file:
+The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
 - "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);
 - "rung 10": 10_beyond_cublas as launched (its tile per shape, clusters of one where no CTA takes a second tile);
 - "ping-pong": 10_stmatrix with PINGPONG = 1 (each consumer on its own 64 x 256 tile; 40 KiB stages, so the budget
@@ -21,12 +22,12 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/pingpong_scratch.json")  # no
 
 from helpers import check, device  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
+from helpers.figures.ch10 import PINGPONG_RECORD as RECORD, PINGPONG_VARIANTS  # noqa: E402
 from helpers.launch import prepare  # noqa: E402
 from helpers.playground import source  # noqa: E402
-from helpers.registry import ROOT  # noqa: E402
+from helpers.registry import rung  # noqa: E402
 from helpers.timing import cublas_set, input_sets_for, time_gpu  # noqa: E402
 
-RECORD = ROOT / "results" / "pingpong.json"
 SQUARE = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
 OTHER = ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192), (12288, 12288, 4096))
 # Shapes that reach every path: one tile per CTA, odd and even tile counts per CTA (the last tile's consumer has no
@@ -35,9 +36,8 @@ CHECKS = ((256, 256, 256), (384, 512, 512), (640, 768, 128), (2048, 2048, 256), 
 
 
 def variants() -> dict:
-    base = source("10_stmatrix")
-    return {"ping-pong": apply_config(base, {"PINGPONG": 1}),
-            "ping-pong, 5 stages": apply_config(base, {"PINGPONG": 1, "C_BUFFERS": 1})}
+    """The ping-pong builds' sources (the cooperative one is 10_stmatrix as built)."""
+    return {name: apply_config(source("10_stmatrix"), config) for name, config in PINGPONG_VARIANTS.items() if config}
 
 
 def run_checks(shapes=CHECKS) -> bool:
@@ -119,18 +119,27 @@ def trace(m: int = 8192, n: int = 8192, k: int = 1024) -> dict:
     return out
 
 
+def profiles(n: int = 8192) -> dict:
+    from helpers.profile import collect
+    return {name: {**collect(rung("10_stmatrix"), n, config=config), "rung": name, "source": "ci/pingpong.py",
+                   "run": "outside the book's run", "gpu": device().name}
+            for name, config in PINGPONG_VARIANTS.items()}
+
+
 def save(part: str, value) -> None:
     data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     data[part] = value
-    data["env"] = device().env()
+    data.setdefault("env", {})[part] = device().env()  # each part says which machine and when
     RECORD.write_text(json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    what = sys.argv[1:] or ["check", "time", "trace"]
+    what = sys.argv[1:] or ["check", "time", "trace", "profile"]
     if "check" in what and not run_checks(CHECKS[:3] if "small" in what else CHECKS):
         sys.exit("a ping-pong variant computed a wrong C")
     if "time" in what:
         save("time", [time_shape(s, s, s) for s in SQUARE] + [time_shape(*s) for s in OTHER])
     if "trace" in what:
         save("trace", trace())
+    if "profile" in what:
+        save("profile", profiles())

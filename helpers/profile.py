@@ -179,9 +179,12 @@ CHILD = r"""
 import json, sys
 import cupy as cp
 from helpers.formats import FP8, FP8_INPUT_SCALE
+from helpers.compiler import apply_config
 from helpers.launch import prepare
-rung_id, n, launches, slow_ms, nvtx_range = sys.argv[1:6]
-lau = prepare(rung_id, int(n))
+from helpers.playground import source
+rung_id, n, launches, slow_ms, nvtx_range, config = sys.argv[1:7]
+config = json.loads(config)  # constexpr overrides: a variant of the rung (ci/pingpong.py), or {} for the rung
+lau = prepare(rung_id, int(n), source=apply_config(source(rung_id), config) if config else None)
 r = lau.rung
 a, b = lau.inputs()
 c = lau.output()
@@ -453,14 +456,16 @@ def ncu_version() -> str | None:
     return found.group(1) if found else (out.strip().splitlines() or [None])[-1]
 
 
-def command(r: Rung, n: int, tier: int) -> list[str]:
-    """The ncu command line that profiles rung r at N x N x N with the explicit metrics of `tier`."""
+def command(r: Rung, n: int, tier: int, config: dict | None = None) -> list[str]:
+    """The ncu command line that profiles rung r (built with the constexpr overrides `config`, if any) at N x N x N
+    with the explicit metrics of `tier`."""
     return [ncu_path(), "--csv", "--page", "raw", "--print-units", "base",
             "--clock-control", "none", "--cache-control", "none",
             "--nvtx", "--nvtx-include", f"{RANGE}/", "--launch-count", str(LAUNCHES),
             *[arg for s in SECTIONS for arg in ("--section", s)],
             "--metrics", ",".join(TIERS[tier]),
-            sys.executable, "-c", CHILD, r.id, str(n), str(LAUNCHES), str(SLOW_MS), RANGE]
+            sys.executable, "-c", CHILD, r.id, str(n), str(LAUNCHES), str(SLOW_MS), RANGE,
+            json.dumps(config or {})]
 
 
 def _child_info(stdout: str) -> dict | None:
@@ -486,11 +491,12 @@ def _build_info(r: Rung) -> dict:
 _FIRST_TIER = [0]  # the first tier worth trying in this process: a tier that profiled nothing is not tried again
 
 
-def collect(r: Rung, n: int, timeout: int = TIMEOUT_S) -> dict:
-    """Profile rung r at N x N x N under Nsight Compute now (needs the GPU and ncu): the entry without the run id."""
+def collect(r: Rung, n: int, timeout: int = TIMEOUT_S, config: dict | None = None) -> dict:
+    """Profile rung r at N x N x N under Nsight Compute now (needs the GPU and ncu): the entry without the run id.
+    `config`: constexpr overrides, to profile a variant of the rung instead (not recorded by `profile`)."""
     tried, out, err = [], "", ""
     for tier in range(_FIRST_TIER[0], len(TIERS)):
-        cmd = command(r, n, tier)
+        cmd = command(r, n, tier, config)
         out, err = run_ncu(cmd, timeout)
         rows, units = parse_raw_csv(out)
         mine = [row for row in rows if row.get("Kernel Name", "").startswith(r.entry)] or rows

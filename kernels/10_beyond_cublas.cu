@@ -19,13 +19,11 @@
 //     Each warp writes its accumulators into those buffers with stmatrix: one instruction moves four 8x8 bf16
 //     matrices (16 bytes per lane); EPILOGUE = 1 (10_sts_store) writes them with four 4-byte stores instead.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
-//   PINGPONG = 1 (an experiment off the path, ci/pingpong.py): the two consumers stop sharing a 128-row tile. Each
-//     takes every other tile of its CTA, 64 x BN, so one can write its C while the other runs its k loop. They take
-//     turns at the ring through two named barriers: a consumer starts a tile's k loop only once the other has issued
-//     its last wgmma of the tile before, because a ring slot's full barrier tells laps apart by parity alone, and a
-//     consumer that waited a lap early would take the other's bytes for its own.
+//   PINGPONG = 1 (an experiment, ci/pingpong.py): each consumer takes every other tile, 64 x BN, and writes its C
+//     while the other runs its k loop. Named barriers make them take turns: a full barrier tells laps apart by
+//     parity alone, so a consumer that waited a lap early would take the other's bytes for its own.
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
-// New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
+// New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync, bar.arrive), tma_load_2d_multicast,
 // tma_store_2d, cp.async.bulk commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
 //
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 row-major (tensor map and pointer);

@@ -247,8 +247,9 @@ def test_collect_runs_ncu_as_documented(fake_ncu):
                  "--section SpeedOfLight", "--section WarpStateStats", "--section LaunchStats"):
         assert want in text, want
     assert args[args.index("--metrics") + 1] == ",".join(prof.TIERS[0])
-    assert args[-6:] == [prof.CHILD, "10_beyond_cublas", "4096", str(prof.LAUNCHES), str(prof.SLOW_MS), prof.RANGE]
-    assert e["ncu"]["command"][-6] == "<CHILD>"
+    assert args[-7:] == [prof.CHILD, "10_beyond_cublas", "4096", str(prof.LAUNCHES), str(prof.SLOW_MS), prof.RANGE,
+                         "{}"]  # no constexpr overrides: the rung as built
+    assert e["ncu"]["command"][-7] == "<CHILD>"
 
 
 def test_an_unknown_metric_falls_back_to_the_next_tier_once(fake_ncu):

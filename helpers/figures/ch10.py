@@ -1,13 +1,14 @@
 """Chapter 10 (the chip as the unit): fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue,
-fig_tile_waves."""
+fig_tile_waves, and the ping-pong experiment (ci/pingpong.py, outside the run): pingpong_table, pingpong_phases,
+pingpong_profiles, fig_pingpong_trace."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..compiler import build
 from ..explore import l2_bytes_per_k_tile
-from ..hardware import KIB
-from ..registry import rung
+from ..hardware import KIB, TENSOR_FLOP_PER_CLK
+from ..registry import ROOT, rung
 from ..tiles import waves
 from .common import axes, clean
 
@@ -385,3 +386,110 @@ def fig_tile_waves(ax=None, sizes=(1024, 2048, 3072, 4096, 6144, 8192)):
     ax.set_title(f"Wave quantization per tile on {clusters} clusters of 2 CTAs: above each bar, the tiles the busiest\n"
                  f"cluster computes x how busy the chip is over those waves", fontsize=10)
     return ax
+
+
+# ---- ping-pong consumers: an experiment outside the run (ci/pingpong.py writes the record) -----------------------
+
+PINGPONG_RECORD = ROOT / "results" / "pingpong.json"
+# The builds ci/pingpong.py compares, as constexpr overrides of 10_stmatrix (chapter 10's file, 128 x 256 tiles):
+PINGPONG_VARIANTS = {"cooperative": {}, "ping-pong": {"PINGPONG": 1},
+                     "ping-pong, 5 stages": {"PINGPONG": 1, "C_BUFFERS": 1}}
+
+
+def pingpong_record() -> dict:
+    import json
+    return json.loads(PINGPONG_RECORD.read_text())
+
+
+def _pingpong_consts(name: str) -> dict:
+    from ..kernel import variant
+    return variant(rung("10_stmatrix"), PINGPONG_VARIANTS[name]).consts
+
+
+def pingpong_phases(name: str, record: dict | None = None) -> dict:
+    """One variant's trace in ci/pingpong.py's record (CTA 0's consumers, one launch), as medians over its tiles, in
+    SM cycles: a tile's k loop (from its turn to its last wgmma group done), per k tile, its epilogue (to the last
+    store issued) and the wait from there to the consumer's next turn. `pipe` is the share of the tensor pipe the k
+    loop keeps busy: the FLOPs of one k tile of a tile (both consumers' halves, in the cooperative kernel) at
+    TENSOR_FLOP_PER_CLK, over the cycles it took. `landing` is the bytes a k tile's stage lands in shared memory per
+    cycle of it; `span` the cycles CTA 0 took for its tiles."""
+    rec = record or pingpong_record()
+    c, trace = _pingpong_consts(name), rec["trace"]
+    k_tiles = trace["shape"][2] // c["BK"]
+    loop, epilogue, wait = [], [], []
+    for stamps in trace[name]:
+        tiles = [t for t in stamps if t[1] > 0]
+        for i, (start, drained, stored) in enumerate(tiles):
+            loop.append(drained - start)
+            epilogue.append(stored - drained)
+            if i + 1 < len(tiles):
+                wait.append(tiles[i + 1][0] - stored)
+    per_k = float(np.median(loop)) / k_tiles
+    ideal = 2 * c["BM"] * c["BN"] * c["BK"] / TENSOR_FLOP_PER_CLK
+    return {"k_loop": float(np.median(loop)), "per_k_tile": per_k, "ideal_per_k_tile": ideal, "pipe": ideal / per_k,
+            "epilogue": float(np.median(epilogue)), "wait": float(np.median(wait)) if wait else 0.0,
+            "landing": c["STAGE_BYTES"] / per_k, "stages": c["STAGES"], "tile": (c["BM"], c["BN"]),
+            "span": int(max(t[2] for stamps in trace[name] for t in stamps))}
+
+
+def pingpong_table(record: dict | None = None) -> None:
+    """Print the record's timings: each shape, each variant's TFLOP/s and its ratio to the fastest cuBLAS timed in
+    the same rounds."""
+    rec = record or pingpong_record()
+    names = [*PINGPONG_VARIANTS, "rung 10"]
+    env = rec["env"]["time"]
+    print(f"ci/pingpong.py on {env['name']} ({env['date']}), outside the book's run; TFLOP/s (ratio to cuBLAS)")
+    print(f"{'M x N x K':<18}" + "".join(f"{x:>22}" for x in names) + f"{'cuBLAS':>9}")
+    for row in rec["time"]:
+        cells = "".join(f"{row[x]['tflops']:>14.1f} ({row[x]['ratio']:.3f})" for x in names)
+        print(f"{'x'.join(map(str, row['shape'])):<18}{cells}{row['cublas_best']['tflops']:>9.1f}")
+
+
+def pingpong_profiles(record: dict | None = None) -> None:
+    """Print the record's Nsight Compute profiles of the variants at N = 8192, as chapter profiles print."""
+    from ..profile import table
+    rec = record or pingpong_record()
+    print(f"ci/pingpong.py, {rec['env']['profile']['date']}:")
+    print(table(rec["profile"].values()))
+
+
+def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
+    """CTA 0's two consumers in one launch of each variant at the record's shape (8192 x 8192 x 1024), over the tiles
+    that make its first `rows` rows of C: each tile's k loop (coloured, numbered in the CTA's tile order) and its
+    epilogue (grey), from clock64 stamps. In the cooperative kernel the consumers share each tile and write C
+    together; in ping-pong each takes every other tile, half as tall."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    rec = pingpong_record()
+    axs = ax if ax is not None else plt.subplots(len(names), 1, figsize=(9.2, 1.6 + 1.25 * len(names)), sharex=True)[1]
+    axs = np.atleast_1d(axs)
+    horizon = 0
+    for a, name in zip(axs, names):
+        stamps, ph = rec["trace"][name], pingpong_phases(name, rec)
+        per_consumer = rows // ph["tile"][0] // (1 if name == "cooperative" else 2)
+        for y, consumer in enumerate(stamps):
+            done = [t for t in consumer if t[1] > 0][:per_consumer]
+            for j, (start, drained, stored) in enumerate(done):
+                number = j if name == "cooperative" else 2 * j + y
+                a.barh(y, drained - start, left=start, height=0.6, color="tab:red" if number % 2 else "tab:orange")
+                a.barh(y, stored - drained, left=drained, height=0.6, color="0.6")
+                a.text((start + drained) / 2, y, str(number), ha="center", va="center", fontsize=8, color="white")
+                horizon = max(horizon, stored)
+        a.set_yticks([0, 1], ["consumer 0", "consumer 1"])
+        a.invert_yaxis()
+        clean(a)
+        a.set_title(f"{name}: {ph['tile'][0]} x {ph['tile'][1]} tiles, {ph['stages']} stages; a k tile takes "
+                    f"{ph['per_k_tile']:.0f} cycles against {ph['ideal_per_k_tile']:.0f} at the tensor pipe's rate "
+                    f"({ph['pipe']:.0%})", fontsize=9)
+    axs[-1].set_xlim(0, horizon * 1.02)
+    axs[-1].set_xlabel("SM clock cycles since CTA 0's first stamp")
+    fig = axs[0].figure
+    fig.legend(handles=[Patch(color="tab:orange", label="k loop of a tile (its number)"),
+                        Patch(color="0.6", label="epilogue: C to shared memory, TMA stores issued")],
+               loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False, ncol=2)
+    shape = " x ".join(map(str, rec["trace"]["shape"]))
+    fig.suptitle(f"Measured: CTA 0's first {rows} rows of C at {shape}, one launch each (ci/pingpong.py,\n"
+                 f"{rec['env']['trace']['name']}, {rec['env']['trace']['date']}, outside the book's run)",
+                 fontsize=10)
+    fig.tight_layout()
+    return axs
