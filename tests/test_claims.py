@@ -716,7 +716,70 @@ def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
     got = data["gemm"][results.gemm_key(FINAL, 8192, 8192, 8192)]["tflops"]
     assert says(text, f"cap it at about {round(cap, -1):.0f} TFLOP/s, below the {got:.0f} this rung reaches")
     assert cap < got
-    assert says(text, "ping-pong is untried here, and the ahead issue plans it")
+    assert says(text, "The kernel settled it against ping-pong, by more than the roofs said")
+
+
+def test_chapter_10_ping_pong_section_quotes_its_record():
+    """The ping-pong experiment (ci/pingpong.py, outside the run): its record's timings, its trace's cycles and bytes,
+    and the parity trap the turns prevent, as chapter 10 quotes them."""
+    from helpers.figures.ch10 import _pingpong_consts, pingpong_phases, pingpong_record
+    rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
+    rows = {tuple(r["shape"]): r for r in rec["time"]}
+    five = {s: r["ping-pong, 5 stages"]["tflops"] / r["cooperative"]["tflops"] for s, r in rows.items()}
+    big = [v for s, v in five.items() if min(s) >= 4096 or len(set(s)) > 1]
+    assert says(text, f"With five stages it runs at {min(big):.2f} to {max(big):.2f} of the cooperative kernel from "
+                      f"N = 4096 up and at the non-square shapes, {five[(2048,) * 3]:.2f} at N = 2048 and "
+                      f"{five[(3072,) * 3]:.2f} at 3072; with four it is slower still")
+    assert all(r["ping-pong"]["tflops"] < r["ping-pong, 5 stages"]["tflops"] for s, r in rows.items() if s[0] > 1024)
+    short = rows[(8192, 8192, 1024)]
+    assert says(text, f"it reaches {short['ping-pong, 5 stages']['tflops']:.1f} TFLOP/s against "
+                      f"{short['cooperative']['tflops']:.1f}, ×{five[(8192, 8192, 1024)]:.2f}")
+    one = rows[(1024,) * 3]
+    assert one["ping-pong, 5 stages"]["tflops"] > one["cooperative"]["tflops"]
+    assert all(v < 1 for s, v in five.items() if s[0] > 1024)  # "slower at every shape but one"
+    assert says(text, f"N = 1024 ({one['ping-pong, 5 stages']['tflops']:.1f} against "
+                      f"{one['cooperative']['tflops']:.1f})") and says(text, f"({one['rung 10']['tflops']:.1f})")
+    assert [r["ping-pong"]["grid"] for r in [one]] == [64] and one["cooperative"]["grid"] == 32
+    co, p5, p4 = (pingpong_phases(x, rec) for x in ("cooperative", "ping-pong, 5 stages", "ping-pong"))
+    assert says(text, f"2,200 cycles of epilogue after {co['k_loop']:,.0f} of k loop, "
+                      f"{co['epilogue'] / (co['k_loop'] + co['epilogue']):.0%} of the tile")
+    assert round(co["epilogue"], -2) == 2200 and co["epilogue"] / (8 * co["k_loop"] + co["epilogue"]) < 0.02
+    assert says(text, f"A cooperative k tile takes {co['per_k_tile']:,.0f} cycles against the "
+                      f"{co['ideal_per_k_tile']:,.0f} its 128 × 256 × 64 of wgmma needs at 4,096 FLOP per cycle "
+                      f"({co['pipe']:.0%}); a ping-pong k tile takes {p5['per_k_tile']:.0f} cycles against "
+                      f"{p5['ideal_per_k_tile']:.0f} with five stages ({p5['pipe']:.0%}), and "
+                      f"{p4['per_k_tile']:.0f} with four ({p4['pipe']:.0%})")
+    assert says(text, f"ping-pong spends two k loops, {2 * p5['k_loop']:,.0f} cycles, where the cooperative kernel "
+                      f"spends {co['k_loop'] + co['epilogue']:,.0f}")
+    assert round(2 * p5["k_loop"] - co["k_loop"], -2) == 4500 and says(text, "pays about 4,500 in slower k loops")
+    c5, cc = _pingpong_consts("ping-pong, 5 stages"), _pingpong_consts("cooperative")
+    assert (c5["STAGE_BYTES"], c5["STAGES"], _pingpong_consts("ping-pong")["STAGES"]) == (40 * 1024, 5, 4)
+    assert c5["STAGE_BYTES"] / p5["ideal_per_k_tile"] == 80 and cc["STAGE_BYTES"] / co["ideal_per_k_tile"] == 48
+    assert says(text, f"the cooperative kernel lands {co['landing']:.1f} bytes a cycle, and ping-pong "
+                      f"{p5['landing']:.1f} with five stages and {p4['landing']:.1f} with four")
+    assert says(text, f"and its k loop got {p5['landing']:.0f}")
+    # the trap: without turns, consumer 1 waits at once for tile 1's first k tile (K = 1024, four stages)
+    it = 1024 // cc["BK"]
+    slot, lap = it % cc["STAGES"], it // cc["STAGES"]
+    assert says(text, f"that is slot {slot} on lap {lap}, parity {lap & 1}")
+    assert (slot, lap & 1) == (0, 0)  # the parity a fresh barrier's first completed phase reports
+
+
+def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
+    """ci/pingpong.py finds its trace anchors in chapter 10's file and adds one stamp per anchor; a kernel edit that
+    moves them fails here, not on the GPU."""
+    import importlib.util
+    from helpers.figures.ch10 import PINGPONG_VARIANTS
+    # the script points results at a scratch file when imported; keep this session's results where they are
+    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))
+    spec = importlib.util.spec_from_file_location("pingpong", ROOT / "ci" / "pingpong.py")
+    ping = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ping)
+    from helpers.playground import source
+    for name, config in PINGPONG_VARIANTS.items():
+        from helpers.compiler import apply_config
+        traced = ping.traced(apply_config(source("10_stmatrix"), config))
+        assert traced.count("clock64()") == 3 and "pingpong_trace[" in traced, name
 
 
 def test_chapter_10_profile_panels_name_the_recorded_limit(data):
