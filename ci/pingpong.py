@@ -6,6 +6,7 @@ experiment outside the book's run. It records nothing in the run's results; resu
     python ci/pingpong.py time      every shape: the variants below and cuBLAS, all in the same interleaved rounds
     python ci/pingpong.py trace     clock64 stamps of CTA 0's consumers, one launch per variant, at 8192 x 8192 x 1024
     python ci/pingpong.py profile   Nsight Compute on each variant at N = 8192 (helpers.profile.collect)
+    python ci/pingpong.py control   the five-stage ping-pong with GROUP_M = 16, timed at three shapes and profiled
 
 The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
 - "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);
@@ -22,7 +23,7 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/pingpong_scratch.json")  # no
 
 from helpers import check, device  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
-from helpers.figures.ch10 import PINGPONG_RECORD as RECORD, PINGPONG_VARIANTS  # noqa: E402
+from helpers.figures.ch10 import PINGPONG_CONTROL as CONTROL, PINGPONG_RECORD as RECORD, PINGPONG_VARIANTS  # noqa: E402
 from helpers.launch import prepare  # noqa: E402
 from helpers.playground import source  # noqa: E402
 from helpers.registry import rung  # noqa: E402
@@ -50,10 +51,13 @@ def run_checks(shapes=CHECKS) -> bool:
     return ok
 
 
-def time_shape(m: int, n: int, k: int) -> dict:
-    launches = {"cooperative": prepare("10_stmatrix", m, n, k), "rung 10": prepare("10_beyond_cublas", m, n, k)}
-    launches.update({name: prepare("10_stmatrix", m, n, k, source=src) for name, src in variants().items()})
-    first = launches["cooperative"]
+def time_shape(m: int, n: int, k: int, configs: dict = PINGPONG_VARIANTS) -> dict:
+    """The builds `configs` names (constexpr overrides of 10_stmatrix; {} is the cooperative kernel as built) and
+    rung 10 as it launches, with every cuBLAS contender, in the same interleaved rounds."""
+    launches = {name: prepare("10_stmatrix", m, n, k, source=apply_config(source("10_stmatrix"), config) if config
+                              else None) for name, config in configs.items()}
+    launches["rung 10"] = prepare("10_beyond_cublas", m, n, k)
+    first = next(iter(launches.values()))
     sets = input_sets_for(m, n, k, 2, device().l2_bytes)
     inputs = [first.inputs() for _ in range(sets)]
     c = first.output()
@@ -119,11 +123,11 @@ def trace(m: int = 8192, n: int = 8192, k: int = 1024) -> dict:
     return out
 
 
-def profiles(n: int = 8192) -> dict:
+def profiles(configs: dict = PINGPONG_VARIANTS, n: int = 8192) -> dict:
     from helpers.profile import collect
     return {name: {**collect(rung("10_stmatrix"), n, config=config), "rung": name, "source": "ci/pingpong.py",
                    "run": "outside the book's run", "gpu": device().name}
-            for name, config in PINGPONG_VARIANTS.items()}
+            for name, config in configs.items()}
 
 
 def save(part: str, value) -> None:
@@ -143,3 +147,7 @@ if __name__ == "__main__":
         save("trace", trace())
     if "profile" in what:
         save("profile", profiles())
+    if "control" in what:  # the same patch of C per group: GROUP_M counts cluster tile rows, half as tall here
+        shapes = ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))
+        save("control", {"time": [time_shape(*s, configs=CONTROL) for s in shapes],
+                         "profile": profiles({k: v for k, v in CONTROL.items() if k not in PINGPONG_VARIANTS})})

@@ -394,6 +394,10 @@ PINGPONG_RECORD = ROOT / "results" / "pingpong.json"
 # The builds ci/pingpong.py compares, as constexpr overrides of 10_stmatrix (chapter 10's file, 128 x 256 tiles):
 PINGPONG_VARIANTS = {"cooperative": {}, "ping-pong": {"PINGPONG": 1},
                      "ping-pong, 5 stages": {"PINGPONG": 1, "C_BUFFERS": 1}}
+# A control: GROUP_M counts tile rows of CLUSTER_BM, half as tall in ping-pong, so its grouped order walks a patch of C
+# half as tall. With 16 rows per group the patch is the cooperative kernel's again.
+PINGPONG_CONTROL = {"cooperative": {}, "ping-pong, 5 stages": PINGPONG_VARIANTS["ping-pong, 5 stages"],
+                    "ping-pong, 5 stages, GROUP_M 16": {"PINGPONG": 1, "C_BUFFERS": 1, "GROUP_M": 16}}
 
 
 def pingpong_record() -> dict:
@@ -451,6 +455,20 @@ def pingpong_profiles(record: dict | None = None) -> None:
     rec = record or pingpong_record()
     print(f"ci/pingpong.py, {rec['env']['profile']['date']}:")
     print(table(rec["profile"].values()))
+
+
+def pingpong_control(record: dict | None = None) -> None:
+    """Print the control: the five-stage ping-pong with its grouped order's patch of C as tall as the cooperative
+    kernel's, timed beside both, and its DRAM bytes at N = 8192 beside theirs."""
+    rec = record or pingpong_record()
+    ctl = rec["control"]
+    print(f"ci/pingpong.py control, {rec['env']['control']['date']}; TFLOP/s (ratio to cuBLAS):")
+    for row in ctl["time"]:
+        cells = ", ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})" for x in PINGPONG_CONTROL)
+        print(f"  {'x'.join(map(str, row['shape']))}: {cells}")
+    dram = {**{x: rec["profile"][x]["dram_bytes"] for x in PINGPONG_VARIANTS}, **{
+        x: e["dram_bytes"] for x, e in ctl["profile"].items()}}
+    print("DRAM GB at N = 8192 (Nsight Compute): " + ", ".join(f"{x} {v / 1e9:.2f}" for x, v in dram.items()))
 
 
 def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
