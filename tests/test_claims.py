@@ -765,6 +765,48 @@ def test_chapter_10_ping_pong_section_quotes_its_record():
     assert (slot, lap & 1) == (0, 0)  # the parity a fresh barrier's first completed phase reports
 
 
+def test_chapter_10_ping_pong_profile_and_control_quote_the_record(data):
+    """Chapter 10's reading of the ping-pong profiles (N = 8192) and of the GROUP_M = 16 control, and the round-trip
+    inference drawn from the trace's two ring depths."""
+    from helpers.figures.ch10 import pingpong_phases, pingpong_record
+    rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
+    p = rec["profile"]
+    co, p4, p5 = p["cooperative"], p["ping-pong"], p["ping-pong, 5 stages"]
+    assert says(text, f"{co['sm_clock_mhz']:,.0f}, {p4['sm_clock_mhz']:,.0f} and {p5['sm_clock_mhz']:,.0f} MHz")
+    assert says(text, f"The tensor pipe is busy {co['tensor_active_pct']:.1f}% of the time in the cooperative kernel, "
+                      f"{p5['tensor_active_pct']:.1f}% in ping-pong with five stages and "
+                      f"{p4['tensor_active_pct']:.1f}% with four")
+    by_time = [co["duration_us"] / x["duration_us"] for x in (p5, p4)]
+    timed = {tuple(r["shape"]): r for r in rec["time"]}[(8192,) * 3]
+    rounds = [timed[x]["tflops"] / timed["cooperative"]["tflops"] for x in ("ping-pong, 5 stages", "ping-pong")]
+    assert says(text, f"ping-pong runs at {by_time[0]:.2f} (five stages) and {by_time[1]:.2f} (four) of the "
+                      f"cooperative kernel, against {rounds[0]:.2f} and {rounds[1]:.2f} in the timed rounds")
+    gaps = [round(100 * (a - b)) for a, b in zip(rounds, by_time)]
+    assert says(text, f"within {gaps[0]} and {gaps[1]} points") and all(0 < g <= 5 for g in gaps)
+    mc = data["ceilings"]["tma_multicast"]["value"]
+    assert says(text, f"L2 delivers {p5['l2_tbps']:.2f} TB/s to the SMs in the five-stage build, against "
+                      f"{co['l2_tbps']:.2f} in the cooperative kernel: {p5['l2_tbps'] / co['l2_tbps'] - 1:.0%} more")
+    assert 0.75 < by_time[0] < 0.85  # "a fifth fewer FLOPs"
+    assert says(text, f"That is {p5['l2_tbps'] / mc:.0%} of the multicast roof chapter 00 measured in the book's run "
+                      f"({mc:.2f} TB/s landed in both CTAs) and {p5['l2_pct']:.0f}% of the L2-to-SM peak")
+    ctl = rec["control"]
+    g16 = ctl["profile"]["ping-pong, 5 stages, GROUP_M 16"]
+    assert says(text, f"({p5['dram_bytes'] / 1e9:.2f} GB against {co['dram_bytes'] / 1e9:.2f})")
+    at = {tuple(r["shape"]): r for r in ctl["time"]}[(8192,) * 3]
+    assert says(text, f"reads {g16['dram_bytes'] / 1e9:.2f} GB and runs no faster "
+                      f"({at['ping-pong, 5 stages, GROUP_M 16']['tflops']:.1f} against "
+                      f"{at['ping-pong, 5 stages']['tflops']:.1f} TFLOP/s at N = 8192)")
+    assert all(r["ping-pong, 5 stages, GROUP_M 16"]["tflops"] < 1.01 * r["ping-pong, 5 stages"]["tflops"]
+               for r in ctl["time"])
+    ph = {x: pingpong_phases(x, rec) for x in ("cooperative", "ping-pong", "ping-pong, 5 stages")}
+    trips = {x: ph[x]["stages"] * ph[x]["per_k_tile"] for x in ph}
+    assert says(text, f"(4 × {ph['ping-pong']['per_k_tile']:.0f} = {trips['ping-pong']:,.0f} and 5 × "
+                      f"{ph['ping-pong, 5 stages']['per_k_tile']:.0f} = {trips['ping-pong, 5 stages']:,.0f})")
+    assert says(text, f"above that floor (4 × {ph['cooperative']['per_k_tile']:,.0f} = "
+                      f"{trips['cooperative']:,.0f})") and trips["cooperative"] > 1.2 * trips["ping-pong, 5 stages"]
+    assert says(text, "about 3,000 to 3,300 cycles") and 3000 <= trips["ping-pong"] < trips["ping-pong, 5 stages"] <= 3330
+
+
 def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
     """ci/pingpong.py finds its trace anchors in chapter 10's file and adds one stamp per anchor; a kernel edit that
     moves them fails here, not on the GPU."""
