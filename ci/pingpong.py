@@ -7,6 +7,8 @@ experiment outside the book's run. It records nothing in the run's results; resu
     python ci/pingpong.py trace     clock64 stamps of CTA 0's consumers, one launch per variant, at 8192 x 8192 x 1024
     python ci/pingpong.py profile   Nsight Compute on each variant at N = 8192 (helpers.profile.collect)
     python ci/pingpong.py control   the five-stage ping-pong with GROUP_M = 16, timed at three shapes and profiled
+    python ci/pingpong.py square    the 128 x 128 ping-pong (STACK, below): checked, timed at every shape, traced
+                                    (`check small square`: its small shapes, for compute-sanitizer)
 
 The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
 - "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);
@@ -24,7 +26,8 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/pingpong_scratch.json")  # no
 from helpers import check, device  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
 from helpers.figures.ch10 import PINGPONG_CONTROL as CONTROL, PINGPONG_RECORD as RECORD, PINGPONG_VARIANTS  # noqa: E402
-from helpers.launch import prepare  # noqa: E402
+from helpers.kernel import ShapeError, kernel  # noqa: E402
+from helpers.launch import prepare, validate  # noqa: E402
 from helpers.playground import source  # noqa: E402
 from helpers.registry import rung  # noqa: E402
 from helpers.timing import cublas_set, input_sets_for, time_gpu  # noqa: E402
@@ -41,10 +44,61 @@ def variants() -> dict:
     return {name: apply_config(source("10_stmatrix"), config) for name, config in PINGPONG_VARIANTS.items() if config}
 
 
-def run_checks(shapes=CHECKS) -> bool:
+# The lead chapter 10 names: a ping-pong consumer on a 128 x 128 tile (two m64n128 wgmmas stacked along M per k step,
+# the same 128 accumulators a thread), 32 KiB a stage, six stages. Chapter 10's file has no switch for stacking: in
+# it, that generalization changed the SASS of every build the book's run recorded. So this experiment patches the
+# source instead, as ci/bf16_stores.py does; test_claims checks that every anchor below is still there.
+STACK = (
+    ("constexpr int WGMMA_N = 256;", "constexpr int M_WGMMAS = 1;\nconstexpr int WGMMA_N = 256;\n"
+     "constexpr int CONSUMER_ROWS = 64 * M_WGMMAS;"),
+    ("constexpr int BM = PINGPONG ? 64 : 64 * CONSUMERS;", "constexpr int BM = PINGPONG ? CONSUMER_ROWS : "
+     "CONSUMER_ROWS * CONSUMERS;"),
+    ("float acc[WGMMA_N / 2];", "float acc[M_WGMMAS][WGMMA_N / 2];"),
+    ("(PINGPONG ? 0 : c * 64 * 128)", "(PINGPONG ? 0 : c * CONSUMER_ROWS * 128)"),
+    ("wgmma_m64nNk16_bf16<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32),\n"
+     "                                                 kt + kk > 0);",
+     "for (int h = 0; h < M_WGMMAS; ++h)\n"
+     "                        wgmma_m64nNk16_bf16<WGMMA_N>(acc[h], wgmma_desc(sA + h * 64 * 128 + kk * 32),\n"
+     "                                                     wgmma_desc(sB + kk * 32), kt + kk > 0);"),
+    ("(PINGPONG ? 0 : c * 64);", "(PINGPONG ? 0 : c * CONSUMER_ROWS);"),
+    ("store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);",
+     "for (int h = 0; h < M_WGMMAS; ++h) store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 64 * h + 16 * warp) "
+     "* N + col0, N, acc[h], lane);"),
+    ("for (int q = 0; q < BN / C_CHUNK; ++q) {", "for (int q = 0; q < M_WGMMAS * BN / C_CHUNK; ++q) {\n"
+     "                    const int h = q / (BN / C_CHUNK), cq = q % (BN / C_CHUNK);"),
+    ("for (int i = q * 32; i < q * 32 + 32; i += 2) {", "for (int i = cq * 32; i < cq * 32 + 32; i += 2) {"),
+    ("__floats2bfloat162_rn(acc[i], acc[i + 1]);", "__floats2bfloat162_rn(acc[h][i], acc[h][i + 1]);"),
+    ("stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);",
+     "stmatrix_accumulators<C_CHUNK>(buf, acc[h], cq * C_CHUNK / 2, warp, lane);"),
+    ("tma_store_2d(&tmC, col0 + q * C_CHUNK, row, smem_addr(buf));",
+     "tma_store_2d(&tmC, col0 + cq * C_CHUNK, row + 64 * h, smem_addr(buf));"),
+)
+SQUARE_TILE = {"ping-pong, 128 x 128": {"PINGPONG": 1, "M_WGMMAS": 2, "WGMMA_N": 128, "BN": 128}}
+
+
+def stacked(src: str) -> str:
+    for old, new in STACK:
+        assert src.count(old) == 1, old
+        src = src.replace(old, new)
+    return src
+
+
+def source_of(name: str) -> str | None:
+    """The source of a build this script names: a PINGPONG_VARIANTS entry or SQUARE_TILE's; None for 10_stmatrix."""
+    if name in SQUARE_TILE:
+        return apply_config(stacked(source("10_stmatrix")), SQUARE_TILE[name])
+    return apply_config(source("10_stmatrix"), PINGPONG_VARIANTS[name]) if PINGPONG_VARIANTS[name] else None
+
+
+def run_checks(shapes=CHECKS, names=None) -> bool:
     ok = True
-    for name, src in variants().items():
+    for name in names or [x for x in PINGPONG_VARIANTS if PINGPONG_VARIANTS[x]]:
+        src = source_of(name)
         for shape in shapes:
+            try:
+                validate(rung("10_stmatrix"), *shape, src)
+            except ShapeError:
+                continue  # a shape this build's tile does not divide
             got = check("10_stmatrix", *shape, source=src)
             ok &= bool(got.ok)
             print(f"{name:<20} {'x'.join(map(str, shape)):<16} {got}", flush=True)
@@ -52,10 +106,9 @@ def run_checks(shapes=CHECKS) -> bool:
 
 
 def time_shape(m: int, n: int, k: int, configs: dict = PINGPONG_VARIANTS) -> dict:
-    """The builds `configs` names (constexpr overrides of 10_stmatrix; {} is the cooperative kernel as built) and
-    rung 10 as it launches, with every cuBLAS contender, in the same interleaved rounds."""
-    launches = {name: prepare("10_stmatrix", m, n, k, source=apply_config(source("10_stmatrix"), config) if config
-                              else None) for name, config in configs.items()}
+    """The builds `configs` names (source_of; "cooperative" is 10_stmatrix as built) and rung 10 as it launches, with
+    every cuBLAS contender, in the same interleaved rounds."""
+    launches = {name: prepare("10_stmatrix", m, n, k, source=source_of(name)) for name in configs}
     launches["rung 10"] = prepare("10_beyond_cublas", m, n, k)
     first = next(iter(launches.values()))
     sets = input_sets_for(m, n, k, 2, device().l2_bytes)
@@ -105,12 +158,12 @@ def traced(src: str) -> str:
     return src.replace(end, "            }\n            " + STAMP.format(T=T, w=2) + end[13:])
 
 
-def trace(m: int = 8192, n: int = 8192, k: int = 1024) -> dict:
+def trace(m: int = 8192, n: int = 8192, k: int = 1024, names=PINGPONG_VARIANTS) -> dict:
     import cupy as cp
     import numpy as np
     out = {"shape": [m, n, k], "unit": "SM clock cycles", "tiles": TRACE_TILES}
-    for name, src in {"cooperative": source("10_stmatrix"), **variants()}.items():
-        lau = prepare("10_stmatrix", m, n, k, source=traced(src))
+    for name in names:
+        lau = prepare("10_stmatrix", m, n, k, source=traced(source_of(name) or source("10_stmatrix")))
         stamps = cp.ndarray((2 * TRACE_TILES * 3,), cp.uint64, lau.kernel.module().get_global("pingpong_trace"))
         stamps.fill(0)
         a, b = lau.inputs()
@@ -139,7 +192,8 @@ def save(part: str, value) -> None:
 
 if __name__ == "__main__":
     what = sys.argv[1:] or ["check", "time", "trace", "profile"]
-    if "check" in what and not run_checks(CHECKS[:3] if "small" in what else CHECKS):
+    if "check" in what and not run_checks(CHECKS[:3] if "small" in what else CHECKS,
+                                          list(SQUARE_TILE) if "square" in what else None):
         sys.exit("a ping-pong variant computed a wrong C")
     if "time" in what:
         save("time", [time_shape(s, s, s) for s in SQUARE] + [time_shape(*s) for s in OTHER])
@@ -147,6 +201,14 @@ if __name__ == "__main__":
         save("trace", trace())
     if "profile" in what:
         save("profile", profiles())
+    if "square" in what:  # the lead: 128 x 128 per consumer, beside the cooperative kernel and the 5-stage build
+        names = {"cooperative": {}, "ping-pong, 5 stages": {}, **SQUARE_TILE}
+        if not run_checks(CHECKS, list(SQUARE_TILE)):
+            sys.exit("the 128 x 128 ping-pong computed a wrong C")
+        consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
+        save("square", {"time": [time_shape(s, s, s, names) for s in SQUARE] + [time_shape(*s, names) for s in OTHER],
+                        "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
+                            "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
     if "control" in what:  # the same patch of C per group: GROUP_M counts cluster tile rows, half as tall here
         shapes = ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))
         save("control", {"time": [time_shape(*s, configs=CONTROL) for s in shapes],

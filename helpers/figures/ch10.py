@@ -410,15 +410,16 @@ def _pingpong_consts(name: str) -> dict:
     return variant(rung("10_stmatrix"), PINGPONG_VARIANTS[name]).consts
 
 
-def pingpong_phases(name: str, record: dict | None = None) -> dict:
+def pingpong_phases(name: str, record: dict | None = None, part: str | None = None) -> dict:
     """One variant's trace in ci/pingpong.py's record (CTA 0's consumers, one launch), as medians over its tiles, in
     SM cycles: a tile's k loop (from its turn to its last wgmma group done), per k tile, its epilogue (to the last
     store issued) and the wait from there to the consumer's next turn. `pipe` is the share of the tensor pipe the k
     loop keeps busy: the FLOPs of one k tile of a tile (both consumers' halves, in the cooperative kernel) at
     TENSOR_FLOP_PER_CLK, over the cycles it took. `landing` is the bytes a k tile's stage lands in shared memory per
-    cycle of it; `span` the cycles CTA 0 took for its tiles."""
+    cycle of it; `span` the cycles CTA 0 took for its tiles. `part`: a later part of the record with its own trace
+    and constants (ci/pingpong.py square)."""
     rec = record or pingpong_record()
-    c, trace = _pingpong_consts(name), rec["trace"]
+    c, trace = (rec[part]["consts"][name], rec[part]["trace"]) if part else (_pingpong_consts(name), rec["trace"])
     k_tiles = trace["shape"][2] // c["BK"]
     loop, epilogue, wait = [], [], []
     for stamps in trace[name]:
