@@ -822,6 +822,9 @@ def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
         from helpers.compiler import apply_config
         traced = ping.traced(apply_config(source("10_stmatrix"), config))
         assert traced.count("clock64()") == 3 and "pingpong_trace[" in traced, name
+    for name in ping.SQUARE_TILE:  # the 128 x 128 build: every STACK anchor found once, and still traceable
+        src = ping.source_of(name)
+        assert "float acc[M_WGMMAS][WGMMA_N / 2];" in src and ping.traced(src).count("clock64()") == 3
 
 
 def test_chapter_10_profile_panels_name_the_recorded_limit(data):
