@@ -8,7 +8,9 @@ experiment outside the book's run. It records nothing in the run's results; resu
     python ci/pingpong.py profile   Nsight Compute on each variant at N = 8192 (helpers.profile.collect)
     python ci/pingpong.py control   the five-stage ping-pong with GROUP_M = 16, timed at three shapes and profiled
     python ci/pingpong.py square    the 128 x 128 ping-pong (STACK, below): checked, timed at every shape, traced
-                                    (`check small square`: its small shapes, for compute-sanitizer)
+    python ci/pingpong.py single    one consumer warpgroup on 64 x 256 tiles (SINGLE), timed at three shapes and traced
+    `check small tile128` and `check small single` check only those builds, at the small shapes compute-sanitizer
+    runs; `check` alone checks the PINGPONG builds.
 
 The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
 - "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);
@@ -74,6 +76,9 @@ STACK = (
      "tma_store_2d(&tmC, col0 + cq * C_CHUNK, row + 64 * h, smem_addr(buf));"),
 )
 SQUARE_TILE = {"ping-pong, 128 x 128": {"PINGPONG": 1, "M_WGMMAS": 2, "WGMMA_N": 128, "BN": 128}}
+# A control for what the ping-pong builds share, one warpgroup issuing wgmma at a time: the cooperative kernel with a
+# single consumer on a 64 x 256 tile (CONSUMERS = 1), no turns and no ping-pong.
+SINGLE = {"one consumer, 64 x 256": {"CONSUMERS": 1}}
 
 
 def stacked(src: str) -> str:
@@ -87,6 +92,8 @@ def source_of(name: str) -> str | None:
     """The source of a build this script names: a PINGPONG_VARIANTS entry or SQUARE_TILE's; None for 10_stmatrix."""
     if name in SQUARE_TILE:
         return apply_config(stacked(source("10_stmatrix")), SQUARE_TILE[name])
+    if name in SINGLE:
+        return apply_config(source("10_stmatrix"), SINGLE[name])
     return apply_config(source("10_stmatrix"), PINGPONG_VARIANTS[name]) if PINGPONG_VARIANTS[name] else None
 
 
@@ -192,9 +199,11 @@ def save(part: str, value) -> None:
 
 if __name__ == "__main__":
     what = sys.argv[1:] or ["check", "time", "trace", "profile"]
-    if "check" in what and not run_checks(CHECKS[:3] if "small" in what else CHECKS,
-                                          list(SQUARE_TILE) if "square" in what else None):
-        sys.exit("a ping-pong variant computed a wrong C")
+    if "check" in what:  # `check [small] [tile128 | single]`: checks only, of the builds named (default: ping-pong's)
+        names = list(SQUARE_TILE) if "tile128" in what else list(SINGLE) if "single" in what else None
+        if not run_checks(CHECKS[:3] if "small" in what else CHECKS, names):
+            sys.exit("a ping-pong variant computed a wrong C")
+        what = [x for x in what if x not in ("square", "single")]
     if "time" in what:
         save("time", [time_shape(s, s, s) for s in SQUARE] + [time_shape(*s) for s in OTHER])
     if "trace" in what:
@@ -207,6 +216,12 @@ if __name__ == "__main__":
             sys.exit("the 128 x 128 ping-pong computed a wrong C")
         consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
         save("square", {"time": [time_shape(s, s, s, names) for s in SQUARE] + [time_shape(*s, names) for s in OTHER],
+                        "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
+                            "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
+    if "single" in what:  # one consumer warpgroup, timed beside the cooperative kernel and the 5-stage ping-pong
+        names = {"cooperative": {}, "ping-pong, 5 stages": {}, **SINGLE}
+        consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
+        save("single", {"time": [time_shape(*s, names) for s in ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))],
                         "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
                             "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
     if "control" in what:  # the same patch of C per group: GROUP_M counts cluster tile rows, half as tall here
