@@ -74,7 +74,8 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
                     check small $which 2>&1 | tail -4 | tee -a "$LOGS/sanitize.log" || status=1
                 done
               done
-              { python3 ci/pingpong.py check && python3 ci/pingpong.py time trace profile control square single; } 2>&1 \
+              { python3 ci/pingpong.py check \
+                  && python3 ci/pingpong.py time trace profile control square single; } 2>&1 \
                 | tee "$LOGS/pingpong.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
