@@ -1,6 +1,6 @@
 """Chapter 10 (the chip as the unit): fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue,
 fig_tile_waves, and the ping-pong experiment (ci/pingpong.py, outside the run): pingpong_table, pingpong_phases,
-pingpong_profiles, fig_pingpong_trace."""
+pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace."""
 from __future__ import annotations
 
 import numpy as np
@@ -470,6 +470,25 @@ def pingpong_control(record: dict | None = None) -> None:
     dram = {**{x: rec["profile"][x]["dram_bytes"] for x in PINGPONG_VARIANTS}, **{
         x: e["dram_bytes"] for x, e in ctl["profile"].items()}}
     print("DRAM GB at N = 8192 (Nsight Compute): " + ", ".join(f"{x} {v / 1e9:.2f}" for x, v in dram.items()))
+
+
+def pingpong_followups(record: dict | None = None) -> None:
+    """Print the two follow-up experiments (ci/pingpong.py square and single), each from its own lease: per build, the
+    trace's k tile in cycles against the tensor pipe's rate, the bytes landing per cycle, the epilogue, and TFLOP/s at
+    the shapes both parts timed (N = 4096, 8192 and 8192 x 8192 x 1024, "K=1024")."""
+    rec = record or pingpong_record()
+    shapes = [(4096,) * 3, (8192,) * 3, (8192, 8192, 1024)]
+    print(f"{'build':<24}{'tile':>10}{'stages':>7}{'k tile':>8}{'of pipe':>8}{'B/cycle':>8}{'epilogue':>9}"
+          f"{'TFLOP/s: 4096, 8192, K=1024':>31}")
+    for part, names in (("square", ("cooperative", "ping-pong, 5 stages", "ping-pong, 128 x 128")),
+                        ("single", ("cooperative", "ping-pong, 5 stages", "one consumer, 64 x 256"))):
+        print(f"ci/pingpong.py {part}, {rec['env'][part]['date']}:")
+        rows = {tuple(r["shape"]): r for r in rec[part]["time"]}
+        for name in names:
+            ph = pingpong_phases(name, rec, part)
+            rates = ", ".join(f"{rows[s][name]['tflops']:.1f}" for s in shapes)
+            print(f"  {name:<22}{'x'.join(map(str, ph['tile'])):>10}{ph['stages']:>7}{ph['per_k_tile']:>8.0f}"
+                  f"{ph['pipe']:>8.0%}{ph['landing']:>8.1f}{ph['epilogue']:>9.0f}{rates:>31}")
 
 
 def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
