@@ -8,8 +8,9 @@ experiment outside the book's run. It records nothing in the run's results; resu
     python ci/pingpong.py profile   Nsight Compute on each variant at N = 8192 (helpers.profile.collect)
     python ci/pingpong.py control   the five-stage ping-pong with GROUP_M = 16, timed at three shapes and profiled
     python ci/pingpong.py square    the 128 x 128 ping-pong (STACK, below): checked, timed at every shape, traced
-    python ci/pingpong.py single    one consumer warpgroup on 64 x 256 tiles (SINGLE), timed at three shapes and traced
-    `check small tile128` and `check small single` check only those builds, at the small shapes compute-sanitizer
+    python ci/pingpong.py single    one consumer warpgroup on 64 x 256 tiles (SINGLE), timed at 3 shapes and traced
+    python ci/pingpong.py issue     one wgmma group in flight per consumer, or two (ISSUE), timed at 3 shapes, traced
+    `check small tile128`, `check small single` and `check small issue` check only those builds, at the small shapes compute-sanitizer
     runs; `check` alone checks the PINGPONG builds.
 
 The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
@@ -79,10 +80,26 @@ SQUARE_TILE = {"ping-pong, 128 x 128": {"PINGPONG": 1, "M_WGMMAS": 2, "WGMMA_N":
 # A control for what the ping-pong builds share, one warpgroup issuing wgmma at a time: the cooperative kernel with a
 # single consumer on a 64 x 256 tile (CONSUMERS = 1), no turns and no ping-pong.
 SINGLE = {"one consumer, 64 x 256": {"CONSUMERS": 1}}
+# Why one issuing warpgroup stops at 85% of the pipe: a consumer waits, each k tile, until the group before is done
+# (wait_group<1>). "two groups": wait_group<2> keeps two k tiles' wgmma groups in flight, and a slot is released two
+# k tiles later. (Issuing wgmma.fence only before a tile's first k tile was tried too: ptxas puts the fence back,
+# C7519, and in the ping-pong build serializes the wgmmas, C7520, so it measures nothing.)
+TWO_GROUPS = (("                wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot\n"
+               "                if (kt > 0) release((it - 1) % STAGES);",
+               "                wgmma_wait_group<2>();  // the group two k tiles back is done reading its slot\n"
+               "                if (kt > 1) release((it - 2) % STAGES);"),
+              ("            wgmma_wait_group<0>();\n            release((it - 1) % STAGES);",
+               "            if (k_tiles > 1) {\n                wgmma_wait_group<1>();\n"
+               "                release((it - 2) % STAGES);\n            }\n"
+               "            wgmma_wait_group<0>();\n            release((it - 1) % STAGES);"))
+ISSUE = {"one consumer": ({"CONSUMERS": 1}, ()),
+         "one consumer, two groups": ({"CONSUMERS": 1}, TWO_GROUPS),
+         "cooperative, two groups": ({}, TWO_GROUPS),
+         "ping-pong, 5 stages, two groups": ({"PINGPONG": 1, "C_BUFFERS": 1}, TWO_GROUPS)}
 
 
-def stacked(src: str) -> str:
-    for old, new in STACK:
+def stacked(src: str, patch=STACK) -> str:
+    for old, new in patch:
         assert src.count(old) == 1, old
         src = src.replace(old, new)
     return src
@@ -94,6 +111,9 @@ def source_of(name: str) -> str | None:
         return apply_config(stacked(source("10_stmatrix")), SQUARE_TILE[name])
     if name in SINGLE:
         return apply_config(source("10_stmatrix"), SINGLE[name])
+    if name in ISSUE:
+        config, patch = ISSUE[name]
+        return apply_config(stacked(source("10_stmatrix"), patch), config)
     return apply_config(source("10_stmatrix"), PINGPONG_VARIANTS[name]) if PINGPONG_VARIANTS[name] else None
 
 
@@ -200,10 +220,11 @@ def save(part: str, value) -> None:
 if __name__ == "__main__":
     what = sys.argv[1:] or ["check", "time", "trace", "profile"]
     if "check" in what:  # `check [small] [tile128 | single]`: checks only, of the builds named (default: ping-pong's)
-        names = list(SQUARE_TILE) if "tile128" in what else list(SINGLE) if "single" in what else None
+        names = (list(SQUARE_TILE) if "tile128" in what else list(SINGLE) if "single" in what
+                 else list(ISSUE) if "issue" in what else None)
         if not run_checks(CHECKS[:3] if "small" in what else CHECKS, names):
             sys.exit("a ping-pong variant computed a wrong C")
-        what = [x for x in what if x not in ("square", "single")]
+        what = [x for x in what if x not in ("square", "single", "issue")]
     if "time" in what:
         save("time", [time_shape(s, s, s) for s in SQUARE] + [time_shape(*s) for s in OTHER])
     if "trace" in what:
@@ -224,6 +245,12 @@ if __name__ == "__main__":
         save("single", {"time": [time_shape(*s, names) for s in ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))],
                         "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
                             "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
+    if "issue" in what:  # how a consumer issues: one wgmma group in flight, or two
+        names = {"cooperative": {}, **ISSUE}
+        consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
+        save("issue", {"time": [time_shape(*s, names) for s in ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))],
+                       "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
+                           "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
     if "control" in what:  # the same patch of C per group: GROUP_M counts cluster tile rows, half as tall here
         shapes = ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))
         save("control", {"time": [time_shape(*s, configs=CONTROL) for s in shapes],

@@ -861,6 +861,8 @@ def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
     for name in ping.SQUARE_TILE:  # the 128 x 128 build: every STACK anchor found once, and still traceable
         src = ping.source_of(name)
         assert "float acc[M_WGMMAS][WGMMA_N / 2];" in src and ping.traced(src).count("clock64()") == 3
+    for name in ping.ISSUE:  # the issue experiments' patches apply, and their builds stay traceable
+        assert ping.traced(ping.source_of(name)).count("clock64()") == 3, name
 
 
 def test_chapter_10_profile_panels_name_the_recorded_limit(data):
