@@ -10,8 +10,8 @@ experiment outside the book's run. It records nothing in the run's results; resu
     python ci/pingpong.py square    the 128 x 128 ping-pong (STACK, below): checked, timed at every shape, traced
     python ci/pingpong.py single    one consumer warpgroup on 64 x 256 tiles (SINGLE), timed at 3 shapes and traced
     python ci/pingpong.py issue     one wgmma group in flight per consumer, or two (ISSUE), timed at 3 shapes, traced
-    `check small tile128`, `check small single` and `check small issue` check only those builds, at the small shapes compute-sanitizer
-    runs; `check` alone checks the PINGPONG builds.
+    `check small tile128`, `check small single` and `check small issue` check only those builds, at the small
+    shapes compute-sanitizer runs; `check` alone checks the PINGPONG builds.
 
 The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
 - "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);

@@ -163,8 +163,9 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
 # Chapter 10's PINGPONG switch (ci/pingpong.py's experiment): each consumer on every other tile of its CTA, taking
 # turns at the ring. Correct wherever 10_stmatrix takes a shape: one tile a CTA, odd and even counts, k tiles fewer
 # than stages. A consumer that waited a ring lap early would read the other's bytes, and C would be wrong.
-@pytest.mark.parametrize("name", ("ping-pong", "ping-pong, 5 stages", "ping-pong, 128 x 128", "one consumer, two groups",
-                                  "cooperative, two groups", "ping-pong, 5 stages, two groups"))
+@pytest.mark.parametrize("name", ("ping-pong", "ping-pong, 5 stages", "ping-pong, 128 x 128",
+                                  "one consumer, two groups", "cooperative, two groups",
+                                  "ping-pong, 5 stages, two groups"))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_pingpong_correct(shape, name, monkeypatch):
     import importlib.util
