@@ -845,6 +845,27 @@ def test_chapter_10_ping_pong_follow_ups_quote_the_record():
                       f"{s1['pipe']:.0%} busy in a k loop")
 
 
+def test_chapter_10_two_groups_in_flight_quote_the_record():
+    """The third follow-up (ci/pingpong.py issue): two wgmma groups in flight make every build slower."""
+    from helpers.figures.ch10 import pingpong_phases, pingpong_record
+    rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
+    ph = {x: pingpong_phases(x, rec, "issue") for x in ("cooperative", "cooperative, two groups", "one consumer",
+                                                       "one consumer, two groups", "ping-pong, 5 stages, two groups")}
+    k = lambda x: f"{ph[x]['per_k_tile']:,.0f}"  # noqa: E731
+    rows = {tuple(r["shape"]): r for r in rec["issue"]["time"]}
+    at = rows[(4096,) * 3]
+    assert says(text, f"one consumer's k tile goes from {k('one consumer')} to {k('one consumer, two groups')} "
+                      f"cycles, the cooperative kernel's from {k('cooperative')} to {k('cooperative, two groups')} "
+                      f"({at['cooperative']['tflops']:.1f} to {at['cooperative, two groups']['tflops']:.1f} TFLOP/s "
+                      f"at N = 4096), and ping-pong's takes {k('ping-pong, 5 stages, two groups')}")
+    earlier = [pingpong_phases("ping-pong, 5 stages", rec, part)["per_k_tile"] for part in (None, "square", "single")]
+    assert says(text, f"({min(earlier):.0f} to {max(earlier):.0f} without it, in the earlier leases)")
+    for base in ("cooperative", "one consumer"):
+        assert ph[f"{base}, two groups"]["per_k_tile"] > ph[base]["per_k_tile"]
+        assert all(r[f"{base}, two groups"]["tflops"] < r[base]["tflops"] for r in rows.values())
+    assert ph["ping-pong, 5 stages, two groups"]["per_k_tile"] > max(earlier)
+
+
 def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
     """ci/pingpong.py finds its trace anchors in chapter 10's file and adds one stamp per anchor; a kernel edit that
     moves them fails here, not on the GPU."""

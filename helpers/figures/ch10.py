@@ -473,22 +473,24 @@ def pingpong_control(record: dict | None = None) -> None:
 
 
 def pingpong_followups(record: dict | None = None) -> None:
-    """Print the two follow-up experiments (ci/pingpong.py square and single), each from its own lease: per build, the
-    trace's k tile in cycles against the tensor pipe's rate, the bytes landing per cycle, the epilogue, and TFLOP/s at
-    the shapes both parts timed (N = 4096, 8192 and 8192 x 8192 x 1024, "K=1024")."""
+    """Print the follow-up experiments (ci/pingpong.py square, single and issue), each from its own lease: per build,
+    the trace's k tile in cycles against the tensor pipe's rate, the bytes landing per cycle, the epilogue, and
+    TFLOP/s at the shapes every part timed (N = 4096, 8192 and 8192 x 8192 x 1024, "K=1024")."""
     rec = record or pingpong_record()
     shapes = [(4096,) * 3, (8192,) * 3, (8192, 8192, 1024)]
-    print(f"{'build':<24}{'tile':>10}{'stages':>7}{'k tile':>8}{'of pipe':>8}{'B/cycle':>8}{'epilogue':>9}"
-          f"{'TFLOP/s: 4096, 8192, K=1024':>31}")
+    print(f"{'build':<33}{'tile':>8}{'stages':>7}{'k tile':>7}{'of pipe':>8}{'B/cycle':>8}{'epilogue':>9}"
+          f"{'TFLOP/s: 4096/8192/K=1024':>27}")
     for part, names in (("square", ("cooperative", "ping-pong, 5 stages", "ping-pong, 128 x 128")),
-                        ("single", ("cooperative", "ping-pong, 5 stages", "one consumer, 64 x 256"))):
+                        ("single", ("cooperative", "ping-pong, 5 stages", "one consumer, 64 x 256")),
+                        ("issue", ("cooperative", "cooperative, two groups", "one consumer", "one consumer, two groups",
+                                   "ping-pong, 5 stages, two groups"))):
         print(f"ci/pingpong.py {part}, {rec['env'][part]['date']}:")
         rows = {tuple(r["shape"]): r for r in rec[part]["time"]}
         for name in names:
             ph = pingpong_phases(name, rec, part)
-            rates = ", ".join(f"{rows[s][name]['tflops']:.1f}" for s in shapes)
-            print(f"  {name:<22}{'x'.join(map(str, ph['tile'])):>10}{ph['stages']:>7}{ph['per_k_tile']:>8.0f}"
-                  f"{ph['pipe']:>8.0%}{ph['landing']:>8.1f}{ph['epilogue']:>9.0f}{rates:>31}")
+            rates = " / ".join(f"{rows[s][name]['tflops']:.1f}" for s in shapes)
+            print(f"  {name:<31}{'x'.join(map(str, ph['tile'])):>8}{ph['stages']:>7}{ph['per_k_tile']:>7.0f}"
+                  f"{ph['pipe']:>8.0%}{ph['landing']:>8.1f}{ph['epilogue']:>9.0f}{rates:>27}")
 
 
 def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
