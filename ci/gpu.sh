@@ -68,14 +68,16 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     # chapter 10's PINGPONG switch, an experiment outside the run (results/pingpong.json): sanitized at small shapes,
     # then checked, timed beside the cooperative kernel and cuBLAS at every shape, and traced
     pingpong) for tool in memcheck racecheck synccheck; do
-                for which in "" tile128 single; do
-                  # shellcheck disable=SC2086 - $which is one word or none
-                  compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 ci/pingpong.py \
-                    check small $which 2>&1 | tail -4 | tee -a "$LOGS/sanitize.log" || status=1
+                for which in "" tile128 single issue; do
+                  for size in small mid; do
+                    # shellcheck disable=SC2086 - $which is one word or none
+                    compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 python3 ci/pingpong.py \
+                      check $size $which 2>&1 | tail -4 | tee -a "$LOGS/sanitize.log" || status=1
+                  done
                 done
               done
               { python3 ci/pingpong.py check \
-                  && python3 ci/pingpong.py time trace profile control square single; } 2>&1 \
+                  && python3 ci/pingpong.py time trace profile control square single issue; } 2>&1 \
                 | tee "$LOGS/pingpong.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;

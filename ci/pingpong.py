@@ -10,8 +10,9 @@ experiment outside the book's run. It records nothing in the run's results; resu
     python ci/pingpong.py square    the 128 x 128 ping-pong (STACK, below): checked, timed at every shape, traced
     python ci/pingpong.py single    one consumer warpgroup on 64 x 256 tiles (SINGLE), timed at 3 shapes and traced
     python ci/pingpong.py issue     one wgmma group in flight per consumer, or two (ISSUE), timed at 3 shapes, traced
-    `check small tile128`, `check small single` and `check small issue` check only those builds, at the small
-    shapes compute-sanitizer runs; `check` alone checks the PINGPONG builds.
+    `check small tile128`, `check small single` and `check small issue` check only those builds; `check` alone checks
+    the PINGPONG builds. `small`: the three smallest shapes (a CTA gets one tile); `mid`: two shapes where a CTA gets
+    several, so the turns act. ci/gpu.sh runs both under compute-sanitizer.
 
 The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, which also reads the record back):
 - "cooperative": 10_stmatrix as built (both consumers on one 128 x 256 tile, 2 x 1 clusters, four stages);
@@ -222,7 +223,8 @@ if __name__ == "__main__":
     if "check" in what:  # `check [small] [tile128 | single]`: checks only, of the builds named (default: ping-pong's)
         names = (list(SQUARE_TILE) if "tile128" in what else list(SINGLE) if "single" in what
                  else list(ISSUE) if "issue" in what else None)
-        if not run_checks(CHECKS[:3] if "small" in what else CHECKS, names):
+        shapes = CHECKS[:3] if "small" in what else CHECKS[3:5] if "mid" in what else CHECKS
+        if not run_checks(shapes, names):
             sys.exit("a ping-pong variant computed a wrong C")
         what = [x for x in what if x not in ("square", "single", "issue")]
     if "time" in what:
