@@ -120,7 +120,8 @@ class Kernel:
         bm, bn = self.tile
         if self.item.grid in ("persistent", "tile_list"):
             cluster = self.consts.get("CLUSTER", 1)
-            tiles = (m // (bm * cluster)) * (n // bn)
+            # a build that splits K (ci/splitk.py) has SPLITS units of work per tile
+            tiles = (m // (bm * cluster)) * (n // bn) * self.consts.get("SPLITS", 1)
             # persistent: as many clusters as fit on the chip at once, never more than tiles; a list: one per tile
             workers = tiles if self.item.grid == "tile_list" else min(self.resident_clusters(), tiles)
             grid = (workers * cluster, 1, 1)

@@ -866,6 +866,18 @@ def test_chapter_10_two_groups_in_flight_quote_the_record():
     assert ph["ping-pong, 5 stages, two groups"]["per_k_tile"] > max(earlier)
 
 
+def test_ci_splitk_patches_the_kernel_as_it_is(monkeypatch):
+    """ci/splitk.py finds every anchor of its patch in chapter 10's file, once."""
+    import importlib.util
+    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))
+    spec = importlib.util.spec_from_file_location("splitk", ROOT / "ci" / "splitk.py")
+    sk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sk)
+    for splits in (2, 3, 4):
+        src = sk.split_source(splits)
+        assert f"constexpr int SPLITS = {splits};" in src and "splitk_ws[" in src and "kt + kk > k0" in src
+
+
 def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
     """ci/pingpong.py finds its trace anchors in chapter 10's file and adds one stamp per anchor; a kernel edit that
     moves them fails here, not on the GPU."""
