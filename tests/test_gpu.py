@@ -182,3 +182,37 @@ def test_pingpong_correct(shape, name, monkeypatch):
         return
     res = check("10_stmatrix", *shape, source=src)
     assert res.ok, str(res)
+
+
+# ci/splitk.py's experiment: each tile's K range cut into SPLITS pieces on different CTAs, the partial sums added by the
+# tile's owner in split order. Correct wherever it takes a shape (ragged splits included), and the same bits on every
+# launch: the fix-up adds the pieces in one fixed order, whatever order the CTAs finish in.
+@pytest.mark.parametrize("splits", (2, 3, 4))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_splitk_correct_and_deterministic(shape, splits, monkeypatch):
+    import importlib.util
+
+    import cupy as cp
+    from helpers import results
+    from helpers.launch import prepare
+    from helpers.registry import ROOT
+    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))  # the script would point results elsewhere
+    spec = importlib.util.spec_from_file_location("splitk", ROOT / "ci" / "splitk.py")
+    sk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sk)
+    src = sk.split_source(splits)
+    try:
+        validate(rung("10_stmatrix"), *shape, src)
+    except ShapeError:
+        return
+    if not sk.fits(*shape, splits):
+        return
+    res = check("10_stmatrix", *shape, source=src)
+    assert res.ok, str(res)
+    lau = prepare("10_stmatrix", *shape, source=src)
+    a, b = lau.inputs()
+    first, again = lau.output(), lau.output()
+    lau(a, b, first)
+    lau(a, b, again)
+    cp.cuda.runtime.deviceSynchronize()
+    assert cp.asnumpy(first).tobytes() == cp.asnumpy(again).tobytes(), "two launches on the same inputs differ"

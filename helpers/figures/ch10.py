@@ -1,6 +1,7 @@
 """Chapter 10 (the chip as the unit): fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue,
 fig_tile_waves, and the ping-pong experiment (ci/pingpong.py, outside the run): pingpong_table, pingpong_phases,
-pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace."""
+pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace; and split-K (ci/splitk.py):
+splitk_table."""
 from __future__ import annotations
 
 import numpy as np
@@ -491,6 +492,23 @@ def pingpong_followups(record: dict | None = None) -> None:
             rates = " / ".join(f"{rows[s][name]['tflops']:.1f}" for s in shapes)
             print(f"  {name:<31}{'x'.join(map(str, ph['tile'])):>8}{ph['stages']:>7}{ph['per_k_tile']:>7.0f}"
                   f"{ph['pipe']:>8.0%}{ph['landing']:>8.1f}{ph['epilogue']:>9.0f}{rates:>27}")
+
+
+SPLITK_RECORD = ROOT / "results" / "splitk.json"   # ci/splitk.py's output, outside the run
+
+
+def splitk_table(record: dict | None = None) -> None:
+    """Print ci/splitk.py's timings: per shape, each build's time per launch, TFLOP/s and ratio to cuBLAS, with the
+    grid it launched."""
+    import json
+    rec = record or json.loads(SPLITK_RECORD.read_text())
+    print(f"ci/splitk.py on {rec['env']['name']} ({rec['env']['date']}), outside the book's run")
+    for row in rec["time"]:
+        print(f"{'x'.join(map(str, row['shape']))}: cuBLAS {row['cublas_best']['us']:.2f} µs")
+        for name, x in row.items():
+            if isinstance(x, dict) and "grid" in x:
+                print(f"  {name:<22}{x['us']:>8.2f} µs {x['tflops']:>8.1f} TFLOP/s ({x['ratio']:.3f})   "
+                      f"{x['grid']:>4} CTAs, {x['tile'][0]} x {x['tile'][1]} tiles")
 
 
 def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
