@@ -866,6 +866,38 @@ def test_chapter_10_two_groups_in_flight_quote_the_record():
     assert ph["ping-pong, 5 stages, two groups"]["per_k_tile"] > max(earlier)
 
 
+def test_chapter_10_split_k_quotes_its_record(data):
+    """Chapter 10's split-K section: its napkin from the hardware and the run's TMA roof, and its measurement from
+    ci/splitk.py's record (outside the run)."""
+    from helpers.figures.ch10 import SPLITK_RECORD
+    from helpers.hardware import TENSOR_FLOP_PER_CLK
+    rec, text = json.loads(SPLITK_RECORD.read_text()), _markdown("10_beyond_cublas.ipynb")
+    rows = {tuple(r["shape"]): r for r in rec["time"]}
+    one = rows[(1024,) * 3]
+    assert one["rung 10"]["tile"] == [128, 128] and one["rung 10"]["grid"] == 64
+    assert says(text, f"so {SMS - one['rung 10']['grid']} of the {SMS} SMs have nothing to do")
+    assert round(_ratio(data, FINAL, 1024), 3) == 0.748 and says(text, "(0.748 in the book's run)")
+    per = 2 * 128 * 128 * 64 / (TENSOR_FLOP_PER_CLK * MAX_SM_CLOCK_HZ) * 1e6   # µs per k tile at the top clock
+    assert MAX_SM_CLOCK_HZ == 1.98e9 and says(text, f"about {per:.2f} µs each")
+    loop = 16 * per
+    assert says(text, f"so {loop:.1f} of the {one['128 x 128, no split']['us']:.1f} µs a launch takes; two pieces "
+                      f"save about {loop / 2:.1f} µs")
+    roof = data["ceilings"]["tma_l2_gemm"]["value"]
+    each = 128 * 128 * 4 / (roof * 1e12 / 128) * 1e6
+    assert says(text, f"(8.78 TB/s), about a microsecond each way") and round(roof, 2) == 8.78 and 0.9 < each < 1.1
+    us = {x: one[x]["us"] for x in ("128 x 128, no split", "SPLITS=2", "SPLITS=3", "SPLITS=4")}
+    assert says(text, f"two pieces take {us['SPLITS=2']:.2f} µs against {us['128 x 128, no split']:.2f} for the same "
+                      f"kernel unsplit, three {us['SPLITS=3']:.2f} and four {us['SPLITS=4']:.2f}")
+    cost = us["SPLITS=2"] - (us["128 x 128, no split"] - loop / 2)
+    assert says(text, f"the fix-up costs about {cost:.1f} µs, more than twice the napkin's 2") and cost > 2 * 2 * each
+    long = rows[(1024, 1024, 4096)]
+    assert says(text, f"two pieces take {long['SPLITS=2']['us']:.2f} µs against "
+                      f"{long['128 x 128, no split']['us']:.2f} "
+                      f"(×{long['128 x 128, no split']['us'] / long['SPLITS=2']['us']:.2f}), still only "
+                      f"{long['SPLITS=2']['ratio']:.3f} of cuBLAS")
+    assert says(text, f"cuBLAS runs 1024³ in {one['cublas_best']['us']:.2f} µs")
+
+
 def test_ci_splitk_patches_the_kernel_as_it_is(monkeypatch):
     """ci/splitk.py finds every anchor of its patch in chapter 10's file, once."""
     import importlib.util
