@@ -34,7 +34,7 @@ from helpers.kernel import ShapeError, kernel  # noqa: E402
 from helpers.launch import prepare, validate  # noqa: E402
 from helpers.playground import source  # noqa: E402
 from helpers.registry import rung  # noqa: E402
-from helpers.timing import cublas_set, input_sets_for, time_gpu  # noqa: E402
+from helpers.timing import bench_launches  # noqa: E402
 
 SQUARE = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
 OTHER = ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192), (12288, 12288, 4096))
@@ -138,27 +138,7 @@ def time_shape(m: int, n: int, k: int, configs: dict = PINGPONG_VARIANTS) -> dic
     every cuBLAS contender, in the same interleaved rounds."""
     launches = {name: prepare("10_stmatrix", m, n, k, source=source_of(name)) for name in configs}
     launches["rung 10"] = prepare("10_beyond_cublas", m, n, k)
-    first = next(iter(launches.values()))
-    sets = input_sets_for(m, n, k, 2, device().l2_bytes)
-    inputs = [first.inputs() for _ in range(sets)]
-    c = first.output()
-    contenders = {}
-    for name, lau in launches.items():
-        args = [lau.args(a, b, c) for a, b in inputs]
-        contenders[name] = (lambda lau, args: lambda i: lau.enqueue(args[i % len(args)]))(lau, args)
-    cublas, note = cublas_set(first.rung, m, n, k, inputs)
-    contenders.update({x.name: x.run for x in cublas})
-    got = time_gpu(contenders, first.flops)
-    best = min((x for x in cublas if x.same_out), key=lambda x: got[x.name].ms)
-    row = {"shape": [m, n, k], "cublas": best.label, "note": note}
-    for name in (*launches, best.name):
-        t = got[name]
-        row[name if name in launches else "cublas_best"] = {
-            "tflops": t.tflops, "iqr": list(t.tflops_iqr), "ratio": got[best.name].ms / t.ms,
-            "sm_clock_mhz": t.sm_clock_mhz, "power_w": t.power_w, "rounds": t.rounds, "batch": t.batch}
-    for name, lau in launches.items():
-        row[name].update({"tile": list(lau.kernel.tile), "cluster": lau.kernel.consts.get("CLUSTER", 1),
-                          "stages": lau.kernel.consts["STAGES"], "grid": lau.grid[0]})
+    row = bench_launches(launches)
     cells = "  ".join(f"{name} {row[name]['tflops']:.1f} ({row[name]['ratio']:.3f})" for name in launches)
     print(f"{m}x{n}x{k}: {cells}  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)
     return row

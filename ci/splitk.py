@@ -32,7 +32,7 @@ from helpers.kernel import ShapeError  # noqa: E402
 from helpers.launch import prepare, validate  # noqa: E402
 from helpers.playground import source  # noqa: E402
 from helpers.registry import ROOT, rung  # noqa: E402
-from helpers.timing import cublas_set, input_sets_for, time_gpu  # noqa: E402
+from helpers.timing import bench_launches  # noqa: E402
 
 RECORD = ROOT / "results" / "splitk.json"
 WS_FLOATS = 1 << 22          # 16 MiB of fp32 partials: (SPLITS - 1) x tiles x BM x BN must fit
@@ -137,31 +137,12 @@ def run_checks(shapes=CHECKS) -> bool:
 
 
 def time_shape(m: int, n: int, k: int, splits=(2, 3, 4)) -> dict:
-    launches = {"rung 10": prepare("10_beyond_cublas", m, n, k),
+    launches = {"rung 10": prepare("10_beyond_cublas", m, n, k),  # first: its inputs and cuBLAS serve every build
                 "128 x 128, no split": prepare("10_stmatrix", m, n, k, source=apply_config(source("10_stmatrix"),
                                                                                             TILE))}
     launches.update({f"SPLITS={s}": prepare("10_stmatrix", m, n, k, source=split_source(s))
                      for s in splits if fits(m, n, k, s)})
-    first = launches["rung 10"]
-    sets = input_sets_for(m, n, k, 2, device().l2_bytes)
-    inputs = [first.inputs() for _ in range(sets)]
-    c = first.output()
-    contenders = {}
-    for name, lau in launches.items():
-        args = [lau.args(a, b, c) for a, b in inputs]
-        contenders[name] = (lambda lau, args: lambda i: lau.enqueue(args[i % len(args)]))(lau, args)
-    cublas, note = cublas_set(first.rung, m, n, k, inputs)
-    contenders.update({x.name: x.run for x in cublas})
-    got = time_gpu(contenders, first.flops)
-    best = min((x for x in cublas if x.same_out), key=lambda x: got[x.name].ms)
-    row = {"shape": [m, n, k], "cublas": best.label, "note": note}
-    for name in (*launches, best.name):
-        t = got[name]
-        row[name if name in launches else "cublas_best"] = {
-            "tflops": t.tflops, "iqr": list(t.tflops_iqr), "ratio": got[best.name].ms / t.ms, "us": t.ms * 1e3,
-            "sm_clock_mhz": t.sm_clock_mhz, "rounds": t.rounds, "batch": t.batch}
-    for name, lau in launches.items():
-        row[name].update({"tile": list(lau.kernel.tile), "grid": lau.grid[0], "stages": lau.kernel.consts["STAGES"]})
+    row = bench_launches(launches)
     print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f}, {row[x]['us']:.2f} us, "
                                        f"grid {row[x]['grid']})" for x in launches)
           + f"  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)

@@ -331,6 +331,36 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
     return _choose(r, (m, n, k), cublas, got, sets, note, contenders)
 
 
+def bench_launches(launches: dict) -> dict:
+    """Several prepared launches of one shape and dtype (name -> Launch: builds an experiment compares) and every
+    cuBLAS contender, on the same inputs, in the same interleaved rounds. Returns a row: per name, and for the fastest
+    cuBLAS ("cublas_best"), TFLOP/s, its IQR, the time per launch in µs, the ratio to that cuBLAS and what the card
+    held; per launch also its tile, cluster, ring depth and grid."""
+    first = next(iter(launches.values()))
+    m, n, k = first.m, first.n, first.k
+    sets = input_sets_for(m, n, k, np.dtype(cp_dtype(first.rung.dtype)).itemsize, require_live().l2_bytes)
+    inputs = [first.inputs() for _ in range(sets)]
+    c = first.output()
+    contenders = {}
+    for name, lau in launches.items():
+        args = [lau.args(a, b, c) for a, b in inputs]
+        contenders[name] = (lambda lau, args: lambda i: lau.enqueue(args[i % len(args)]))(lau, args)
+    cublas, note = cublas_set(first.rung, m, n, k, inputs)
+    contenders.update({x.name: x.run for x in cublas})
+    got = time_gpu(contenders, first.flops)
+    best = min((x for x in cublas if x.same_out), key=lambda x: got[x.name].ms)
+    row = {"shape": [m, n, k], "cublas": best.label, "note": note}
+    for name in (*launches, best.name):
+        t = got[name]
+        row[name if name in launches else "cublas_best"] = {
+            "tflops": t.tflops, "iqr": list(t.tflops_iqr), "us": t.ms * 1e3, "ratio": got[best.name].ms / t.ms,
+            "sm_clock_mhz": t.sm_clock_mhz, "power_w": t.power_w, "rounds": t.rounds, "batch": t.batch}
+    for name, lau in launches.items():
+        row[name].update({"tile": list(lau.kernel.tile), "cluster": lau.kernel.consts.get("CLUSTER", 1),
+                          "stages": lau.kernel.consts.get("STAGES"), "grid": lau.grid[0]})
+    return row
+
+
 def _choose(r: Rung, shape: tuple, cublas: list, got: dict, sets: int, note: str | None, runs: dict
             ) -> BenchResult:
     """bench's verdict from the rounds' Timings (`got`, by name, "kernel" included): the reference is the fastest

@@ -50,6 +50,23 @@ def tmp_results(tmp_path, monkeypatch):
     return path
 
 
+@pytest.fixture
+def ci_script(monkeypatch):
+    """Load one of ci/'s experiment scripts as a module: ci_script("pingpong"). Imported, a script points recording
+    at a scratch file of its own; this keeps the test session's results where they were."""
+    import importlib.util
+    from helpers import results
+    from helpers.registry import ROOT
+    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "ci" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
+
+
 def refusal(r, m: int, n: int, k: int) -> list[str] | None:
     """What validate() must say about M x N x K for rung r, worked out here from the rung's own constexprs: None
     where one of its tiles divides the shape, else the parts its one sentence must hold: the rung, the first

@@ -817,7 +817,7 @@ def test_chapter_10_ping_pong_follow_ups_quote_the_record():
            for x in ("cooperative", "ping-pong, 5 stages", "one consumer, 64 x 256")}
     t, co = sq["ping-pong, 128 x 128"], sq["cooperative"]
     assert (t["stages"], rec["square"]["consts"]["ping-pong, 128 x 128"]["STAGE_BYTES"]) == (6, 32 * 1024)
-    assert says(text, f"six slots at that round trip floor a k tile at 500 to 555 cycles")
+    assert says(text, "six slots at that round trip floor a k tile at 500 to 555 cycles")
     assert 3000 / 6 == 500 and round(3330 / 6) == 555 and t["per_k_tile"] > 555  # the prediction, and its miss
     assert says(text, f"its k tile still takes {t['per_k_tile']:.0f} cycles ({t['pipe']:.0%} of the tensor pipe's "
                       f"rate), and it lands {t['landing']:.1f} bytes a cycle, fewer than the cooperative kernel's "
@@ -884,7 +884,7 @@ def test_chapter_10_split_k_quotes_its_record(data):
                       f"save about {loop / 2:.1f} µs")
     roof = data["ceilings"]["tma_l2_gemm"]["value"]
     each = 128 * 128 * 4 / (roof * 1e12 / 128) * 1e6
-    assert says(text, f"(8.78 TB/s), about a microsecond each way") and round(roof, 2) == 8.78 and 0.9 < each < 1.1
+    assert says(text, "(8.78 TB/s), about a microsecond each way") and round(roof, 2) == 8.78 and 0.9 < each < 1.1
     us = {x: one[x]["us"] for x in ("128 x 128, no split", "SPLITS=2", "SPLITS=3", "SPLITS=4")}
     assert says(text, f"two pieces take {us['SPLITS=2']:.2f} µs against {us['128 x 128, no split']:.2f} for the same "
                       f"kernel unsplit, three {us['SPLITS=3']:.2f} and four {us['SPLITS=4']:.2f}")
@@ -898,28 +898,19 @@ def test_chapter_10_split_k_quotes_its_record(data):
     assert says(text, f"cuBLAS runs 1024³ in {one['cublas_best']['us']:.2f} µs")
 
 
-def test_ci_splitk_patches_the_kernel_as_it_is(monkeypatch):
+def test_ci_splitk_patches_the_kernel_as_it_is(ci_script):
     """ci/splitk.py finds every anchor of its patch in chapter 10's file, once."""
-    import importlib.util
-    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))
-    spec = importlib.util.spec_from_file_location("splitk", ROOT / "ci" / "splitk.py")
-    sk = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sk)
+    sk = ci_script("splitk")
     for splits in (2, 3, 4):
         src = sk.split_source(splits)
         assert f"constexpr int SPLITS = {splits};" in src and "splitk_ws[" in src and "kt + kk > k0" in src
 
 
-def test_ci_pingpong_instruments_the_kernel_as_it_is(monkeypatch):
+def test_ci_pingpong_instruments_the_kernel_as_it_is(ci_script):
     """ci/pingpong.py finds its trace anchors in chapter 10's file and adds one stamp per anchor; a kernel edit that
     moves them fails here, not on the GPU."""
-    import importlib.util
     from helpers.figures.ch10 import PINGPONG_VARIANTS
-    # the script points results at a scratch file when imported; keep this session's results where they are
-    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))
-    spec = importlib.util.spec_from_file_location("pingpong", ROOT / "ci" / "pingpong.py")
-    ping = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ping)
+    ping = ci_script("pingpong")
     from helpers.playground import source
     for name, config in PINGPONG_VARIANTS.items():
         from helpers.compiler import apply_config

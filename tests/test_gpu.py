@@ -167,15 +167,8 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
                                   "one consumer, two groups", "cooperative, two groups",
                                   "ping-pong, 5 stages, two groups"))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_pingpong_correct(shape, name, monkeypatch):
-    import importlib.util
-    from helpers import results
-    from helpers.registry import ROOT
-    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))  # the script would point results elsewhere
-    spec = importlib.util.spec_from_file_location("pingpong", ROOT / "ci" / "pingpong.py")
-    ping = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ping)
-    src = ping.source_of(name)
+def test_pingpong_correct(shape, name, ci_script):
+    src = ci_script("pingpong").source_of(name)
     try:
         validate(rung("10_stmatrix"), *shape, src)
     except ShapeError:
@@ -189,17 +182,10 @@ def test_pingpong_correct(shape, name, monkeypatch):
 # launch: the fix-up adds the pieces in one fixed order, whatever order the CTAs finish in.
 @pytest.mark.parametrize("splits", (2, 3, 4))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_splitk_correct_and_deterministic(shape, splits, monkeypatch):
-    import importlib.util
-
+def test_splitk_correct_and_deterministic(shape, splits, ci_script):
     import cupy as cp
-    from helpers import results
     from helpers.launch import prepare
-    from helpers.registry import ROOT
-    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))  # the script would point results elsewhere
-    spec = importlib.util.spec_from_file_location("splitk", ROOT / "ci" / "splitk.py")
-    sk = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sk)
+    sk = ci_script("splitk")
     src = sk.split_source(splits)
     try:
         validate(rung("10_stmatrix"), *shape, src)
