@@ -29,10 +29,10 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/pingpong_scratch.json")  # no
 
 from helpers import check, device  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
-from helpers.figures.ch10 import PINGPONG_CONTROL as CONTROL, PINGPONG_RECORD as RECORD, PINGPONG_VARIANTS  # noqa: E402
+from helpers.figures.ch10 import PINGPONG_CONTROL as CONTROL, PINGPONG_RECORD as RECORD  # noqa: E402
+from helpers.figures.ch10 import PINGPONG_VARIANTS, pingpong_source  # noqa: E402
 from helpers.kernel import ShapeError, kernel  # noqa: E402
 from helpers.launch import prepare, validate  # noqa: E402
-from helpers.playground import source  # noqa: E402
 from helpers.registry import rung  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
@@ -41,11 +41,6 @@ OTHER = ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192), (12288, 12
 # Shapes that reach every path: one tile per CTA, odd and even tile counts per CTA (the last tile's consumer has no
 # one to hand the turn to), k tiles fewer than stages, one k tile, and a cluster tile of 128 rows.
 CHECKS = ((256, 256, 256), (384, 512, 512), (640, 768, 128), (2048, 2048, 256), (4096, 2048, 128), (1024, 1024, 64))
-
-
-def variants() -> dict:
-    """The ping-pong builds' sources (the cooperative one is 10_stmatrix as built)."""
-    return {name: apply_config(source("10_stmatrix"), config) for name, config in PINGPONG_VARIANTS.items() if config}
 
 
 # The lead chapter 10 names: a ping-pong consumer on a 128 x 128 tile (two m64n128 wgmmas stacked along M per k step,
@@ -107,15 +102,16 @@ def stacked(src: str, patch=STACK) -> str:
 
 
 def source_of(name: str) -> str | None:
-    """The source of a build this script names: a PINGPONG_VARIANTS entry or SQUARE_TILE's; None for 10_stmatrix."""
+    """The source of a build this script names (built on helpers.figures.ch10.pingpong_source, PINGPONG_PATCH applied
+    to chapter 10's file); None for "cooperative", 10_stmatrix as built."""
     if name in SQUARE_TILE:
-        return apply_config(stacked(source("10_stmatrix")), SQUARE_TILE[name])
+        return apply_config(stacked(pingpong_source()), SQUARE_TILE[name])
     if name in SINGLE:
-        return apply_config(source("10_stmatrix"), SINGLE[name])
+        return pingpong_source(SINGLE[name])
     if name in ISSUE:
         config, patch = ISSUE[name]
-        return apply_config(stacked(source("10_stmatrix"), patch), config)
-    return apply_config(source("10_stmatrix"), PINGPONG_VARIANTS[name]) if PINGPONG_VARIANTS[name] else None
+        return apply_config(stacked(pingpong_source(), patch), config)
+    return pingpong_source(PINGPONG_VARIANTS[name]) if PINGPONG_VARIANTS[name] else None
 
 
 def run_checks(shapes=CHECKS, names=None) -> bool:
@@ -171,7 +167,7 @@ def trace(m: int = 8192, n: int = 8192, k: int = 1024, names=PINGPONG_VARIANTS) 
     import numpy as np
     out = {"shape": [m, n, k], "unit": "SM clock cycles", "tiles": TRACE_TILES}
     for name in names:
-        lau = prepare("10_stmatrix", m, n, k, source=traced(source_of(name) or source("10_stmatrix")))
+        lau = prepare("10_stmatrix", m, n, k, source=traced(source_of(name) or pingpong_source()))
         stamps = cp.ndarray((2 * TRACE_TILES * 3,), cp.uint64, lau.kernel.module().get_global("pingpong_trace"))
         stamps.fill(0)
         a, b = lau.inputs()
@@ -185,10 +181,17 @@ def trace(m: int = 8192, n: int = 8192, k: int = 1024, names=PINGPONG_VARIANTS) 
 
 
 def profiles(configs: dict = PINGPONG_VARIANTS, n: int = 8192) -> dict:
+    """Nsight Compute on each build; the profiled process reads the patched source from a scratch file."""
+    import tempfile
     from helpers.profile import collect
-    return {name: {**collect(rung("10_stmatrix"), n, config=config), "rung": name, "source": "ci/pingpong.py",
-                   "run": "outside the book's run", "gpu": device().name}
-            for name, config in configs.items()}
+    out = {}
+    for name, config in configs.items():
+        with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+            f.write(pingpong_source())
+        out[name] = {**collect(rung("10_stmatrix"), n, config={**config, "source_file": f.name}), "rung": name,
+                     "source": "ci/pingpong.py", "run": "outside the book's run", "gpu": device().name}
+        os.unlink(f.name)
+    return out
 
 
 def save(part: str, value) -> None:

@@ -8,7 +8,8 @@ different CTAs, and a deterministic fix-up, an experiment outside the book's run
 Why N = 1024: rung 10 runs it on 64 CTAs of 128 x 128 tiles (clusters of one), so 68 of 132 SMs idle; it is the
 furthest shape from cuBLAS (0.748 in the book's run). Splitting K in two gives 128 units of work for 128 SMs.
 
-The patch (as ci/pingpong.py's, a source patch, so the builds the book's run recorded keep their SASS):
+The patch (applied on top of helpers.figures.ch10.PINGPONG_PATCH with PINGPONG = 0, as ci/pingpong.py's builds are;
+a source patch, so the builds the book's run recorded keep their SASS):
 - Work units: unit u < (SPLITS - 1) x tiles computes split 1 + u / tiles of tile u % tiles; the last `tiles` units
   compute split 0, the tile's owner. Every CTA walks its units in order, so any owner waits only for units that
   every CTA reaches before its own owners, and those never wait: no deadlock while the whole grid is resident (it is
@@ -28,6 +29,7 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/splitk_scratch.json")  # noth
 
 from helpers import check, device  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
+from helpers.figures.ch10 import pingpong_source  # noqa: E402
 from helpers.kernel import ShapeError  # noqa: E402
 from helpers.launch import prepare, validate  # noqa: E402
 from helpers.playground import source  # noqa: E402
@@ -102,7 +104,7 @@ ARRAYS = (f"__device__ float splitk_ws[{WS_FLOATS}];\n__device__ unsigned splitk
 
 
 def split_source(splits: int) -> str:
-    src = source("10_stmatrix")
+    src = pingpong_source()  # chapter 10's file with PINGPONG_PATCH (PINGPONG = 0): the loop counts its tiles in j
     for old, new in PATCH:
         assert src.count(old) == 1, old
         src = src.replace(old, new)

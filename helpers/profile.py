@@ -183,8 +183,9 @@ from helpers.compiler import apply_config
 from helpers.launch import prepare
 from helpers.playground import source
 rung_id, n, launches, slow_ms, nvtx_range, config = sys.argv[1:7]
-config = json.loads(config)  # constexpr overrides: a variant of the rung (ci/pingpong.py), or {} for the rung
-lau = prepare(rung_id, int(n), source=apply_config(source(rung_id), config) if config else None)
+config = json.loads(config)  # constexpr overrides: a variant of the rung (ci/pingpong.py), or {} for the rung;
+text = open(config.pop("source_file")).read() if "source_file" in config else source(rung_id)  # or another source
+lau = prepare(rung_id, int(n), source=apply_config(text, config) if config or text != source(rung_id) else None)
 r = lau.rung
 a, b = lau.inputs()
 c = lau.output()
@@ -493,7 +494,8 @@ _FIRST_TIER = [0]  # the first tier worth trying in this process: a tier that pr
 
 def collect(r: Rung, n: int, timeout: int = TIMEOUT_S, config: dict | None = None) -> dict:
     """Profile rung r at N x N x N under Nsight Compute now (needs the GPU and ncu): the entry without the run id.
-    `config`: constexpr overrides, to profile a variant of the rung instead (not recorded by `profile`)."""
+    `config`: constexpr overrides, to profile a variant of the rung instead (not recorded by `profile`); with a
+    "source_file" key, the overrides apply to that file's text instead of the rung's (an experiment's patched source)."""
     tried, out, err = [], "", ""
     for tier in range(_FIRST_TIER[0], len(TIERS)):
         cmd = command(r, n, tier, config)

@@ -19,11 +19,8 @@
 //     Each warp writes its accumulators into those buffers with stmatrix: one instruction moves four 8x8 bf16
 //     matrices (16 bytes per lane); EPILOGUE = 1 (10_sts_store) writes them with four 4-byte stores instead.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
-//   PINGPONG = 1 (an experiment, ci/pingpong.py): each consumer takes every other tile, 64 x BN, and writes its C
-//     while the other runs its k loop. Named barriers make them take turns: a full barrier tells laps apart by
-//     parity alone, so a consumer that waited a lap early would take the other's bytes for its own.
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
-// New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync, bar.arrive), tma_load_2d_multicast,
+// New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
 // tma_store_2d, cp.async.bulk commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
 //
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 row-major (tensor map and pointer);
@@ -44,11 +41,9 @@ constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped,
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
 constexpr int EPILOGUE = 2;                  // 0: registers -> global (8 B a lane), 1: -> shared (st.shared) -> TMA
                                              // store, 2: -> shared (stmatrix) -> TMA store
-constexpr int PINGPONG = 0;                  // 1: each consumer takes every other tile (see above)
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
-constexpr int BM = PINGPONG ? 64 : 64 * CONSUMERS;      // rows of C per tile: one consumer's, or both consumers'
-constexpr int SLOT_READERS = PINGPONG ? 1 : CONSUMERS;  // consumer warpgroups of a CTA that read each ring slot
+constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
 constexpr int BN = 256;                      // columns of C per CTA
 constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
 constexpr int CLUSTER_BM = BM * CLUSTER;     // rows of C per cluster: what M must divide into
@@ -109,7 +104,7 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(smem_addr(&full[s]), 1);                    // the local producer's expect_tx
-            mbarrier_init(smem_addr(&empty[s]), SLOT_READERS * CLUSTER);  // each reader in the cluster frees it
+            mbarrier_init(smem_addr(&empty[s]), CONSUMERS * CLUSTER);  // every consumer of the cluster frees it
         }
         fence_mbarrier_init();
     }
@@ -151,19 +146,13 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
             else
                 mbarrier_arrive(smem_addr(&empty[s]));
         };
-        for (int tile = first_tile, j = 0; tile < tiles; tile += tile_step, ++j) {  // j: the CTA's j-th tile
-            if constexpr (PINGPONG) {
-                if (j % CONSUMERS != c) continue;
-                it = j * k_tiles;                              // the producer's count at this tile's first k tile
-                if (j > 0) bar_sync(3 + c, 256);               // my turn: the other consumer issued its last wgmma
-            }
+        for (int tile = first_tile; tile < tiles; tile += tile_step) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
             for (int kt = 0; kt < k_tiles; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
-                const unsigned sA = ring + s * STAGE_BYTES + (PINGPONG ? 0 : c * 64 * 128),
-                               sB = ring + s * STAGE_BYTES + A_TILE * 2;
+                const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
@@ -173,13 +162,12 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
                 wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
                 if (kt > 0) release((it - 1) % STAGES);
             }
-            if (PINGPONG && tile + tile_step < tiles) bar_arrive(3 + (c + 1) % CONSUMERS, 256);  // the next tile's turn
             wgmma_wait_group<0>();
             release((it - 1) % STAGES);  // the producer may refill it while we write C
 
             // Accumulator i of thread t sits at row 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4)
             // (+1 for odd i): pairs (i, i+1) are neighbours in a row and become one bf16x2.
-            const int row = row0 + rank * BM + (PINGPONG ? 0 : c * 64);
+            const int row = row0 + rank * BM + c * 64;
             if constexpr (EPILOGUE == 0) {
                 store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);
             } else {

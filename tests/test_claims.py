@@ -907,14 +907,17 @@ def test_ci_splitk_patches_the_kernel_as_it_is(ci_script):
 
 
 def test_ci_pingpong_instruments_the_kernel_as_it_is(ci_script):
-    """ci/pingpong.py finds its trace anchors in chapter 10's file and adds one stamp per anchor; a kernel edit that
-    moves them fails here, not on the GPU."""
-    from helpers.figures.ch10 import PINGPONG_VARIANTS
-    ping = ci_script("pingpong")
+    """ci/pingpong.py's patches find their anchors in chapter 10's file (PINGPONG_PATCH, then STACK or the issue
+    patch) and its trace adds one stamp per anchor; a kernel edit that moves them fails here, not on the GPU. With
+    PINGPONG = 0 the patched file is the file, plus the switch: the same constants."""
+    from helpers.compiler import read_consts
+    from helpers.figures.ch10 import PINGPONG_VARIANTS, pingpong_source
     from helpers.playground import source
-    for name, config in PINGPONG_VARIANTS.items():
-        from helpers.compiler import apply_config
-        traced = ping.traced(apply_config(source("10_stmatrix"), config))
+    ping = ci_script("pingpong")
+    plain, patched = read_consts(source("10_stmatrix")), read_consts(pingpong_source())
+    assert {k: v for k, v in patched.items() if k not in ("PINGPONG", "SLOT_READERS")} == plain
+    for name in PINGPONG_VARIANTS:
+        traced = ping.traced(ping.source_of(name) or pingpong_source())
         assert traced.count("clock64()") == 3 and "pingpong_trace[" in traced, name
     for name in ping.SQUARE_TILE:  # the 128 x 128 build: every STACK anchor found once, and still traceable
         src = ping.source_of(name)

@@ -1,7 +1,7 @@
 """Chapter 10 (the chip as the unit): fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue,
 fig_tile_waves, and the ping-pong experiment (ci/pingpong.py, outside the run): pingpong_table, pingpong_phases,
-pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace; and split-K (ci/splitk.py):
-splitk_table."""
+pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace, pingpong_source, pingpong_diff; and
+split-K (ci/splitk.py): splitk_table."""
 from __future__ import annotations
 
 import numpy as np
@@ -401,14 +401,79 @@ PINGPONG_CONTROL = {"cooperative": {}, "ping-pong, 5 stages": PINGPONG_VARIANTS[
                     "ping-pong, 5 stages, GROUP_M 16": {"PINGPONG": 1, "C_BUFFERS": 1, "GROUP_M": 16}}
 
 
+# The experiment's switch, as a patch of chapter 10's file: PINGPONG (each consumer takes every other tile of its CTA,
+# 64 x BN, and the two take turns at the ring through named barriers 3 and 4), SLOT_READERS (one reader per slot and
+# CTA in ping-pong), and j, the CTA's tile count, in the consumers' loop. With PINGPONG = 0 the patched file builds
+# the same SASS as the file itself. It is a patch, not a switch in the file, because it is not a rung.
+PINGPONG_PATCH = (
+    ('                                             // store, 2: -> shared (stmatrix) -> TMA store\n',
+     '                                             // store, 2: -> shared (stmatrix) -> TMA store\n'
+     'constexpr int PINGPONG = 0;                  // 1: each consumer takes every other tile (ping-pong)\n'),
+    ('constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA\n',
+     "constexpr int BM = PINGPONG ? 64 : 64 * CONSUMERS;      // rows of C per tile: one consumer's, or both"
+     " consumers'\n"
+     'constexpr int SLOT_READERS = PINGPONG ? 1 : CONSUMERS;  // consumer warpgroups of a CTA that read each'
+     ' ring slot\n'),
+    ('            mbarrier_init(smem_addr(&empty[s]), CONSUMERS * CLUSTER);  // every consumer of the cluster'
+     ' frees it\n',
+     '            mbarrier_init(smem_addr(&empty[s]), SLOT_READERS * CLUSTER);  // each reader in the cluster'
+     ' frees it\n'),
+    ('        };\n'
+     '        for (int tile = first_tile; tile < tiles; tile += tile_step) {\n',
+     '        };\n'
+     "        for (int tile = first_tile, j = 0; tile < tiles; tile += tile_step, ++j) {  // j: the CTA's j-th"
+     ' tile\n'
+     '            if constexpr (PINGPONG) {\n'
+     '                if (j % CONSUMERS != c) continue;\n'
+     "                it = j * k_tiles;                              // the producer's count at this tile's"
+     ' first k tile\n'
+     '                if (j > 0) bar_sync(3 + c, 256);               // my turn: the other consumer issued its'
+     ' last wgmma\n'
+     '            }\n'),
+    ('                const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES +'
+     ' A_TILE * 2;\n',
+     '                const unsigned sA = ring + s * STAGE_BYTES + (PINGPONG ? 0 : c * 64 * 128),\n'
+     '                               sB = ring + s * STAGE_BYTES + A_TILE * 2;\n'),
+    ('            }\n'
+     '            wgmma_wait_group<0>();\n',
+     '            }\n'
+     '            if (PINGPONG && tile + tile_step < tiles) bar_arrive(3 + (c + 1) % CONSUMERS, 256);  // the'
+     " next tile's turn\n"
+     '            wgmma_wait_group<0>();\n'),
+    ('            const int row = row0 + rank * BM + c * 64;\n',
+     '            const int row = row0 + rank * BM + (PINGPONG ? 0 : c * 64);\n'),
+)
+
+
+def pingpong_source(config: dict | None = None) -> str:
+    """10_stmatrix's source with PINGPONG_PATCH applied, then the constexpr overrides `config`."""
+    from ..compiler import apply_config
+    from ..playground import source
+    text = source("10_stmatrix")
+    for old, new in PINGPONG_PATCH:
+        assert text.count(old) == 1, f"chapter 10's file changed under the ping-pong patch: {old[:60]!r}"
+        text = text.replace(old, new)
+    return apply_config(text, config or {})
+
+
+def pingpong_diff() -> None:
+    """Show the patch as the diff of the built sources, the way chapters show a rung's lesson."""
+    import difflib
+    from ..playground import source
+    from ..report import _display_code
+    diff = difflib.unified_diff(source("10_stmatrix").splitlines(), pingpong_source().splitlines(),
+                                "10_stmatrix", "10_stmatrix + PINGPONG_PATCH", n=1, lineterm="")
+    _display_code("\n".join(diff), "diff")
+
+
 def pingpong_record() -> dict:
     import json
     return json.loads(PINGPONG_RECORD.read_text())
 
 
 def _pingpong_consts(name: str) -> dict:
-    from ..kernel import variant
-    return variant(rung("10_stmatrix"), PINGPONG_VARIANTS[name]).consts
+    from ..kernel import kernel
+    return kernel(rung("10_stmatrix"), pingpong_source(PINGPONG_VARIANTS[name])).consts
 
 
 def pingpong_phases(name: str, record: dict | None = None, part: str | None = None) -> dict:
