@@ -843,6 +843,8 @@ def test_chapter_10_ping_pong_follow_ups_quote_the_record():
     assert 128 * 40 + 3 * 128 * 232 == 94208 > 65536
     assert says(text, "Not for bytes: one warpgroup issuing at a time keeps the tensor pipe at most "
                       f"{s1['pipe']:.0%} busy in a k loop")
+    assert says(_markdown("12_fp8.ipynb"), f"kept the tensor pipe at most {s1['pipe']:.0%} busy in a k loop, where two "
+                                           f"keep it {c1['pipe']:.0%} busy")  # chapter 12 quotes the same control
 
 
 def test_chapter_10_two_groups_in_flight_quote_the_record():
