@@ -194,6 +194,17 @@ def profiles(configs: dict = PINGPONG_VARIANTS, n: int = 8192) -> dict:
     return out
 
 
+FOLLOW_UP_SHAPES = ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))
+
+
+def follow_up(names: dict, shapes) -> dict:
+    """A part of the record for a follow-up experiment: the builds `names` names, timed at `shapes` with rung 10 and
+    cuBLAS, traced at 8192 x 8192 x 1024, with the constants pingpong_phases needs to read the trace."""
+    consts = {x: kernel(rung("10_stmatrix"), source_of(x) or pingpong_source()).consts for x in names}
+    return {"time": [time_shape(*s, names) for s in shapes], "trace": trace(names=names),
+            "consts": {x: {k: consts[x][k] for k in ("BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}}
+
+
 def save(part: str, value) -> None:
     data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     data[part] = value
@@ -203,7 +214,7 @@ def save(part: str, value) -> None:
 
 if __name__ == "__main__":
     what = sys.argv[1:] or ["check", "time", "trace", "profile"]
-    if "check" in what:  # `check [small] [tile128 | single]`: checks only, of the builds named (default: ping-pong's)
+    if "check" in what:  # `check [small | mid] [tile128 | single | issue]`: checks only (default: ping-pong's builds)
         names = (list(SQUARE_TILE) if "tile128" in what else list(SINGLE) if "single" in what
                  else list(ISSUE) if "issue" in what else None)
         shapes = CHECKS[:3] if "small" in what else CHECKS[3:5] if "mid" in what else CHECKS
@@ -217,26 +228,14 @@ if __name__ == "__main__":
     if "profile" in what:
         save("profile", profiles())
     if "square" in what:  # the lead: 128 x 128 per consumer, beside the cooperative kernel and the 5-stage build
-        names = {"cooperative": {}, "ping-pong, 5 stages": {}, **SQUARE_TILE}
         if not run_checks(CHECKS, list(SQUARE_TILE)):
             sys.exit("the 128 x 128 ping-pong computed a wrong C")
-        consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
-        save("square", {"time": [time_shape(s, s, s, names) for s in SQUARE] + [time_shape(*s, names) for s in OTHER],
-                        "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
-                            "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
+        save("square", follow_up({"cooperative": {}, "ping-pong, 5 stages": {}, **SQUARE_TILE},
+                                 [(s, s, s) for s in SQUARE] + list(OTHER)))
     if "single" in what:  # one consumer warpgroup, timed beside the cooperative kernel and the 5-stage ping-pong
-        names = {"cooperative": {}, "ping-pong, 5 stages": {}, **SINGLE}
-        consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
-        save("single", {"time": [time_shape(*s, names) for s in ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))],
-                        "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
-                            "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
+        save("single", follow_up({"cooperative": {}, "ping-pong, 5 stages": {}, **SINGLE}, FOLLOW_UP_SHAPES))
     if "issue" in what:  # how a consumer issues: one wgmma group in flight, or two
-        names = {"cooperative": {}, **ISSUE}
-        consts = {x: kernel(rung("10_stmatrix"), source_of(x)).consts for x in names}
-        save("issue", {"time": [time_shape(*s, names) for s in ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))],
-                       "trace": trace(names=names), "consts": {x: {k: consts[x][k] for k in (
-                           "BM", "BN", "BK", "STAGES", "STAGE_BYTES")} for x in names}})
+        save("issue", follow_up({"cooperative": {}, **ISSUE}, FOLLOW_UP_SHAPES))
     if "control" in what:  # the same patch of C per group: GROUP_M counts cluster tile rows, half as tall here
-        shapes = ((4096,) * 3, (8192,) * 3, (8192, 8192, 1024))
-        save("control", {"time": [time_shape(*s, configs=CONTROL) for s in shapes],
+        save("control", {"time": [time_shape(*s, configs=CONTROL) for s in FOLLOW_UP_SHAPES],
                          "profile": profiles({k: v for k, v in CONTROL.items() if k not in PINGPONG_VARIANTS})})
