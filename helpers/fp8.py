@@ -277,8 +277,12 @@ def stage(bm: int, bn: int, bk: int, itemsize: int) -> dict:
 # Where the three products of a probe row sit along k (+big, -big, tiny), per placement. A wgmma reads 32 values
 # of k in FP8 (16 in bf16), so "one instruction" keeps all three inside the first k32 step, "tiny in between" puts
 # the tiny product in a later instruction than +big and -big in a later one still, and "tiny first" starts the sum
-# with it. Every row's terms are exact in e4m3 and in bf16, and so is the true sum: the tiny product alone.
-PROBE_PLACEMENTS = {"one instruction": (0, 1, 2), "tiny in between": (3, 67, 35), "tiny first": (36, 68, 4)}
+# with it. "across k tiles" puts the three in three different 128-deep k tiles (an FP8 stage), so a kernel that
+# adds each k tile's partial sum into fp32 (12_fp8_promoted) adds big + tiny in fp32, not in the tensor core.
+# Every row's terms are exact in e4m3 and in bf16, and so is the true sum: the tiny product alone.
+PROBE_PLACEMENTS = {"one instruction": (0, 1, 2), "tiny in between": (3, 67, 35), "tiny first": (36, 68, 4),
+                    "across k tiles": (0, 260, 130)}
+PROBE_K = 384     # three FP8 k tiles
 PROBE_TINY = 18   # tiny products 2^8 .. 2^-9, one per column (mod 18)
 
 
@@ -295,10 +299,11 @@ class AccumulationProbe:
     placement: np.ndarray  # [M] index into PROBE_PLACEMENTS
 
 
-def accumulation_probe(m: int = 256, n: int = 256, k: int = 128) -> AccumulationProbe:
-    """The probe's operands for an M x N x K GEMM (K >= 69; every placement and shift on many rows)."""
-    if k < 69 or n < PROBE_TINY or m < 2 * len(PROBE_PLACEMENTS):
-        raise ValueError(f"the probe needs K >= 69, N >= {PROBE_TINY} and M >= {2 * len(PROBE_PLACEMENTS)}")
+def accumulation_probe(m: int = 256, n: int = 256, k: int = PROBE_K) -> AccumulationProbe:
+    """The probe's operands for an M x N x K GEMM (every placement and shift on many rows)."""
+    deepest = max(max(x) for x in PROBE_PLACEMENTS.values())
+    if k <= deepest or n < PROBE_TINY or m < 2 * len(PROBE_PLACEMENTS):
+        raise ValueError(f"the probe needs K > {deepest}, N >= {PROBE_TINY} and M >= {2 * len(PROBE_PLACEMENTS)}")
     a, bt = np.zeros((m, k), np.float32), np.zeros((n, k), np.float32)
     rows = np.arange(m)
     placement = rows % len(PROBE_PLACEMENTS)
@@ -328,11 +333,11 @@ def kept_binades(probe: AccumulationProbe, c) -> dict:
 
 
 def probe_accumulator(rung_id: str = "12_fp8") -> dict:
-    """Run the accumulator probe through a rung's own kernel on the GPU (256 x 256 x 128, scale 1) and return
+    """Run the accumulator probe through a rung's own kernel on the GPU (256 x 256 x 384, scale 1) and return
     kept_binades of its C. An fp32 sum keeps 23 binades below big (big + tiny needs d + 1 <= 24 significant bits);
     fewer means the tensor core drops bits before the sum reaches the fp32 registers."""
     import cupy as cp
-    lau = prepare(rung_id, 256, 256, 128)
+    lau = prepare(rung_id, 256, 256, PROBE_K)
     probe = accumulation_probe(lau.m, lau.n, lau.k)
     a, bt = cp.asarray(probe.a), cp.asarray(probe.bt)
     if lau.rung.dtype == "bf16":

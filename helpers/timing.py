@@ -335,7 +335,8 @@ def bench_launches(launches: dict) -> dict:
     """Several prepared launches of one shape and dtype (name -> Launch: builds an experiment compares) and every
     cuBLAS contender, on the same inputs, in the same interleaved rounds. Returns a row: per name, and for the fastest
     cuBLAS ("cublas_best"), TFLOP/s, its IQR, the time per launch in µs, the ratio to that cuBLAS and what the card
-    held; per launch also its tile, cluster, ring depth and grid."""
+    held; per launch also its tile, cluster, ring depth and grid; under "cublas_groups", each cuBLASLt group's
+    fastest candidate (e.g. FP8 with promoted and with fast accumulation, apart), with the same fields."""
     first = next(iter(launches.values()))
     m, n, k = first.m, first.n, first.k
     sets = input_sets_for(m, n, k, np.dtype(cp_dtype(first.rung.dtype)).itemsize, require_live().l2_bytes)
@@ -349,12 +350,15 @@ def bench_launches(launches: dict) -> dict:
     contenders.update({x.name: x.run for x in cublas})
     got = time_gpu(contenders, first.flops)
     best = min((x for x in cublas if x.same_out), key=lambda x: got[x.name].ms)
-    row = {"shape": [m, n, k], "cublas": best.label, "note": note}
+    row = {"shape": [m, n, k], "cublas": best.label, "note": note, "cublas_groups": {}}
+    fields = lambda t: {"tflops": t.tflops, "iqr": list(t.tflops_iqr), "us": t.ms * 1e3,  # noqa: E731
+                        "ratio": got[best.name].ms / t.ms, "sm_clock_mhz": t.sm_clock_mhz, "power_w": t.power_w,
+                        "rounds": t.rounds, "batch": t.batch}
     for name in (*launches, best.name):
-        t = got[name]
-        row[name if name in launches else "cublas_best"] = {
-            "tflops": t.tflops, "iqr": list(t.tflops_iqr), "us": t.ms * 1e3, "ratio": got[best.name].ms / t.ms,
-            "sm_clock_mhz": t.sm_clock_mhz, "power_w": t.power_w, "rounds": t.rounds, "batch": t.batch}
+        row[name if name in launches else "cublas_best"] = fields(got[name])
+    for group in sorted({x.group for x in cublas if x.group}):
+        fastest = min((x for x in cublas if x.group == group), key=lambda x: got[x.name].ms)
+        row["cublas_groups"][group] = {**fields(got[fastest.name]), "label": fastest.label}
     for name, lau in launches.items():
         row[name].update({"tile": list(lau.kernel.tile), "cluster": lau.kernel.consts.get("CLUSTER", 1),
                           "stages": lau.kernel.consts.get("STAGES"), "grid": lau.grid[0]})

@@ -65,6 +65,15 @@ def test_fp8_wgmma_sums_with_14_significant_bits_and_bf16_wgmma_with_fp32():
     assert bf16["one instruction"]["kept"] >= 23 and bf16["tiny first"] == {"kept": 23, "first_lost": 24}, bf16
 
 
+def test_promoted_fp8_keeps_fp32_bits_across_k_tiles_only():
+    # 12_fp8_promoted adds each 128-deep k tile's partial sum into fp32: inside a k tile the tensor core's 14 bits
+    # remain, across k tiles big + tiny is an fp32 sum (24 bits), as in the bf16 rungs.
+    from helpers.fp8 import probe_accumulator
+    got = probe_accumulator("12_fp8_promoted")
+    assert got.pop("across k tiles") == {"kept": 23, "first_lost": 24}, got
+    assert all(p == {"kept": 13, "first_lost": 14} for p in got.values()), got
+
+
 def test_fp8_scale_is_applied_once_and_refused_when_zero():
     import cupy as cp
     from helpers import prepare

@@ -115,6 +115,19 @@ __device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[128], unsigned 
         : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3: the same instruction at half the width, 64 fp32
+// accumulators per thread. Chapter 12's promoted variant: its 64 x 128 partial sums and their fp32 totals (64 more
+// registers) fit a consumer thread together, where 128 + 128 for a 64 x 256 slice would not.
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], unsigned long long desc_a,
+                                                      unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 // One name for the five shapes, chosen at compile time: wgmma_m64nNk16_bf16<N>(d, desc_a, desc_b, scale_d).
 template <int N>
 __device__ __forceinline__ void wgmma_m64nNk16_bf16(float (&d)[N / 2], unsigned long long desc_a,
@@ -126,4 +139,13 @@ __device__ __forceinline__ void wgmma_m64nNk16_bf16(float (&d)[N / 2], unsigned 
     else if constexpr (N == 160) wgmma_m64n160k16_bf16(d, desc_a, desc_b, scale_d);
     else if constexpr (N == 192) wgmma_m64n192k16_bf16(d, desc_a, desc_b, scale_d);
     else wgmma_m64n256k16_bf16(d, desc_a, desc_b, scale_d);
+}
+
+// The e4m3 shapes by width: wgmma_m64nNk32_e4m3<N>(d, desc_a, desc_b, scale_d).
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_e4m3(float (&d)[N / 2], unsigned long long desc_a,
+                                                    unsigned long long desc_b, int scale_d) {
+    static_assert(N == 128 || N == 256, "wrapped shapes: m64n128k32, m64n256k32");
+    if constexpr (N == 128) wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
+    else wgmma_m64n256k32_e4m3(d, desc_a, desc_b, scale_d);
 }
