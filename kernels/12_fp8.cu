@@ -24,7 +24,7 @@
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
-constexpr int PROMOTE = 0;                   // 1: add each k tile's partial sums into fp32 totals (12_fp8_promoted)
+constexpr int PROMOTE = 0;                   // 1: add each k tile's partial sums into fp32 (12_fp8_promoted)
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -55,7 +55,7 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
               "the split must fit the registers the CTA was given at launch");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
-static_assert(!PROMOTE || WGMMA_N <= 128, "partial sums and totals of a 64 x 256 slice (256 registers) do not fit");
+static_assert(!PROMOTE || WGMMA_N <= 128, "a 64 x 256 slice's sums and two partial sums would need 384 registers");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
 
 // Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
@@ -122,7 +122,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1, warp = t / 32, lane = t % 32;
         float acc[WGMMA_N / 2];
-        float total[WGMMA_N / 2];  // PROMOTE: the tile's fp32 sums, added one k tile's partial sums at a time
+        float part[2][WGMMA_N / 2];  // PROMOTE: two k tiles' partial sums, one being filled while the other is added
         int it = 0;
         // Free slot s for its next lap in every CTA of the cluster: the partner multicasts into ours too.
         auto release = [&](int s) {
@@ -132,36 +132,56 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             else
                 mbarrier_arrive(smem_addr(&empty[s]));
         };
+        // PROMOTE's k tile: wgmmas sum its 128 k into `fill` (the tensor core keeps about 14 bits, chapter 12's
+        // probe), then the previous k tile's partial sums, `add`, go into acc in fp32. The adds run while this
+        // k tile's wgmmas do: waiting for them first would leave the tensor core idle during every add.
+        auto promoted_k_tile = [&](float (&fill)[WGMMA_N / 2], float (&add)[WGMMA_N / 2], int kt) {
+            const int s = it % STAGES;
+            mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
+            const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; ++kk)
+                wgmma_m64nNk32_e4m3<WGMMA_N>(fill, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kk > 0);
+            wgmma_commit_group();
+            wgmma_wait_group<1>();  // k tile kt-1's group is done: its slot is read and `add` holds its sums
+            if (kt > 0) {
+                release((it - 1) % STAGES);
+#pragma unroll
+                for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] += add[i];
+            }
+            ++it;
+        };
         for (int tile = first_tile; tile < tiles; tile += tile_step) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
-            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+            if constexpr (PROMOTE) {  // k tiles in pairs, so each call names its buffers at compile time
+#pragma unroll
+                for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] = 0.0f;
+                for (int kt = 0; kt < k_tiles; kt += 2) {
+                    promoted_k_tile(part[0], part[1], kt);
+                    if (kt + 1 < k_tiles) promoted_k_tile(part[1], part[0], kt + 1);
+                }
+            }
+            for (int kt = 0; !PROMOTE && kt < k_tiles; ++kt, ++it) {  // PROMOTE ran its own loop above
                 const int s = it % STAGES;
                 mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
                 const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 32; ++kk)  // scale-d = 0 on the tile's (PROMOTE: k tile's) first k step
-                    wgmma_m64nNk32_e4m3<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32),
-                                                 (PROMOTE ? 0 : kt) + kk > 0);
+                for (int kk = 0; kk < BK / 32; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
+                    wgmma_m64nNk32_e4m3<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
                 wgmma_commit_group();
-                if constexpr (PROMOTE) {
-                    // The tensor core's sum is exact only for these 128 k; fp32 adds the partial sums from here on.
-                    wgmma_wait_group<0>();  // this k tile's sums are in acc, and its slot is read
-                    release(s);
-#pragma unroll
-                    for (int i = 0; i < WGMMA_N / 2; ++i) total[i] = kt > 0 ? total[i] + acc[i] : acc[i];
-                } else {
-                    wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
-                    if (kt > 0) release((it - 1) % STAGES);
-                }
+                wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
+                if (kt > 0) release((it - 1) % STAGES);
             }
-            if constexpr (!PROMOTE) {
-                wgmma_wait_group<0>();
-                release((it - 1) % STAGES);  // the producer may refill it while we write C
-            }
+            wgmma_wait_group<0>();
+            release((it - 1) % STAGES);  // the producer may refill it while we write C
 #pragma unroll
-            for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] = (PROMOTE ? total[i] : acc[i]) * scale;  // dequantize, fp32
+            for (int i = 0; i < WGMMA_N / 2; ++i) {
+                if constexpr (PROMOTE) acc[i] += k_tiles % 2 ? part[0][i] : part[1][i];  // the last k tile's sums
+                acc[i] *= scale;  // dequantize: scale_a * scale_b, in fp32
+            }
 
             // Rung 10's last epilogue, unchanged: stmatrix into two swizzled buffers per consumer, then TMA stores.
             const int row = row0 + rank * BM + c * 64;
