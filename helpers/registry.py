@@ -182,7 +182,6 @@ RUNGS: tuple[Rung, ...] = (
     Rung("12_fp8_promoted", "12_fp8 adding each 128 k into fp32 totals, 128x128 tiles", "gemm_fp8", dtype="e4m3",
          out_dtype="bf16", file="12_fp8", config={"PROMOTE": 1, "BN": 128, "WGMMA_N": 128}, needs_cc=(9, 0),
          b_layout="nk", grid="persistent", operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"},
-         solo_clusters=True,
          sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
                    "QGMMA.64x128x32.F32.E4M3.E4M3", "FADD"),
          sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS", "QGMMA.64x256x32")),

@@ -368,3 +368,60 @@ def test_chapter_12_names_the_limit_the_profile_shows():
     assert says(md, f"neither rung comes near that roof, and rung 10 draws {eb['l2_tbps'] / e['l2_tbps'] - 1:.0%} "
                     f"more through it")
     assert says(md, f"What leads is the {x['top_stall']}") and x["top_share"] > 0.5  # "most of ... stalled warps"
+
+
+def test_chapter_12_promoted_section_matches_its_record(text):
+    # ci/fp8_promoted.py's record (outside the run): the three builds and both cuBLASLt modes, same rounds per shape
+    from helpers.figures.ch12 import LT_FAST, LT_PROMOTED, promoted_record
+    rec = promoted_record()
+    rows = {tuple(r["shape"]): r for r in rec["time"]}
+    t = {s: {**{b: r[b]["tflops"] for b in ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted")},
+             "lt": r["cublas_groups"][LT_PROMOTED]["tflops"], "fast": r["cublas_groups"][LT_FAST]["tflops"]}
+         for s, r in rows.items()}
+    a, b = t[(4096,) * 3], t[(8192,) * 3]
+    assert says(text, f"The promotion costs 13%** on the same tile: {a['12_fp8_promoted']:,.1f} against "
+                      f"{a['12_fp8, 128 x 128']:,.1f} TFLOP/s at N = 4096 and {b['12_fp8_promoted']:,.1f} against "
+                      f"{b['12_fp8, 128 x 128']:,.1f} at 8192")
+    cost = [x["12_fp8_promoted"] / x["12_fp8, 128 x 128"] for x in (a, b)]
+    assert all(round(c, 3) == 0.866 for c in cost) and all(round(1 - c, 2) == 0.13 for c in cost)
+    tile = [x["12_fp8, 128 x 128"] / x["12_fp8"] for x in (a, b)]
+    assert [round(100 * (1 - x)) for x in tile] == [7, 10]
+    assert says(text, f"({a['12_fp8, 128 x 128']:,.1f} against {a['12_fp8']:,.1f}, {b['12_fp8, 128 x 128']:,.1f} "
+                      f"against {b['12_fp8']:,.1f})")
+    whole = [x["12_fp8_promoted"] / x["12_fp8"] for x in (a, b)]
+    assert says(text, f"Together, {whole[0]:.2f} and {whole[1]:.2f} of rung 12")
+    assert round((1 - cost[0]) / 0.05, 1) == 2.7  # "adds 2.7 times dearer" than the napkin's 5%
+    vs_lt = {s: x["12_fp8_promoted"] / x["lt"] for s, x in t.items()}
+    assert says(text, f"{vs_lt[(4096,) * 3]:.3f} at 4096, {vs_lt[(8192,) * 3]:.3f} at 8192, "
+                      f"{vs_lt[(2048,) * 3]:.3f} at 2048 and {vs_lt[(8192, 8192, 1024)]:.3f} at 8192 × 8192 × 1024")
+    assert says(text, f"missed, at {min(vs_lt.values()):.3f}-{max(vs_lt.values()):.3f} and "
+                      f"{min(x['12_fp8_promoted'] / x['12_fp8'] for x in t.values()):.2f}-"
+                      f"{max(x['12_fp8_promoted'] / x['12_fp8'] for x in t.values()):.2f}")
+    assert says(text, f"({a['lt']:,.1f} against {a['fast']:,.1f}, {b['lt']:,.1f} against {b['fast']:,.1f})")
+    assert [round(100 * (1 - x["lt"] / x["fast"])) for x in (a, b)] == [8, 6]
+    assert round(a["12_fp8, 128 x 128"] / a["lt"], 2) >= 0.98  # "within 2% of cuBLASLt's promoted mode at 4096"
+    labels = {r["cublas_groups"][LT_PROMOTED]["label"] for r in rec["time"] if r["shape"][2] > 1024}
+    assert {re.search(r"tile (\d+x\d+), cluster 1x2x1", x).group(1) for x in labels} == {"128x128", "144x128"}
+    # the profiles at 8192
+    p = rec["profile"]
+    pr, nr = p["12_fp8_promoted"], p["12_fp8, 128 x 128"]
+    assert says(text, f"The tensor pipe is busy {pr['tensor_active_pct']:.1f}% of the time at 8192, against "
+                      f"{nr['tensor_active_pct']:.1f}% without the adds")
+    st = lambda e, k: round(100 * e["stall_reasons"][k])  # noqa: E731
+    assert says(text, f"`warpgroup_arrive`, {st(pr, 'warpgroup_arrive')}% of the stalled samples against "
+                      f"{st(nr, 'warpgroup_arrive')}%")
+    assert says(text, f"`dispatch_stall` grew too ({st(pr, 'dispatch_stall')}% against {st(nr, 'dispatch_stall')}%)")
+    # the first try, one partial-sum buffer
+    ft = {tuple(r["shape"]): r for r in rec["first_try"]["time"]}[(4096,) * 3]
+    fp = rec["first_try"]["profile"]
+    assert says(text, f"The first try ran at {ft['12_fp8_promoted']['tflops'] / ft['12_fp8']['tflops']:.2f} of rung 12 "
+                      f"at N = 4096 ({ft['12_fp8_promoted']['tflops']:,.1f} against {ft['12_fp8']['tflops']:,.1f} "
+                      f"TFLOP/s), and its tensor pipe was busy {fp['12_fp8_promoted']['tensor_active_pct']:.1f}% of the "
+                      f"time at 8192, against {fp['12_fp8, 128 x 128']['tensor_active_pct']:.1f}%")
+    assert says(text, f"0.62 of rung 12 at N = 4096 here")
+    assert says(text, f"{whole[0]:.2f} of rung 12 and {vs_lt[(4096,) * 3]:.2f} of cuBLASLt's promoted mode at N = 4096")
+    # the probe: what promotion buys
+    got = rec["probe"]
+    assert got["12_fp8_promoted"]["across k tiles"] == {"kept": 23, "first_lost": 24}
+    assert all(v == {"kept": 13, "first_lost": 14} for v in got["12_fp8"].values())
+    assert says(text, "inside a k tile it keeps the same 13 binades, across k tiles 23")

@@ -180,3 +180,44 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
     ax.set_title(f"Same {c['STAGE_BYTES'] // KIB} KiB stage, twice the k: FP8 doubles the FLOP per byte,\nand its "
                  f"doubled tensor rate spends them in the same clocks", fontsize=10)
     return ax
+
+
+# ---- promoted accumulation (ci/fp8_promoted.py, an experiment outside the book's run) -----------------------------
+
+PROMOTED_BUILDS = ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted")
+LT_PROMOTED, LT_FAST = "cuBLASLt FP8 autotuned", "cuBLASLt FP8 fast autotuned"   # helpers.timing's group names
+
+
+def promoted_record() -> dict:
+    import json
+    from ..registry import ROOT
+    return json.loads((ROOT / "results" / "fp8_promoted.json").read_text())
+
+
+def promoted_table(record: dict | None = None, part: str = "time") -> None:
+    """Print a timing part of the record: per shape, each build's TFLOP/s, then the fastest cuBLASLt algorithm of
+    each accumulation mode, all from the same interleaved rounds; last, the promoted build against both."""
+    rec = record or promoted_record()
+    rows = rec[part] if part == "time" else rec[part]["time"]
+    env = rec["env"][part]
+    print(f"ci/fp8_promoted.py{' (first try)' if part != 'time' else ''}, {env['name']}, {env['date']}, outside the "
+          f"book's run; TFLOP/s\n(each shape: one set of interleaved rounds)")
+    heads = ("rung 12", "128 x 128", "promoted", "Lt promoted", "Lt fast", "/ Lt prom.", "/ rung 12")
+    print(f"{'M x N x K':<16}" + "".join(f"{h:>12}" for h in heads))
+    for row in rows:
+        got = [row[b]["tflops"] for b in PROMOTED_BUILDS] + [row["cublas_groups"][g]["tflops"]
+                                                               for g in (LT_PROMOTED, LT_FAST)]
+        ratios = (got[2] / got[3], got[2] / got[0])
+        print(f"{'x'.join(map(str, row['shape'])):<16}" + "".join(f"{x:>12.1f}" for x in got)
+              + "".join(f"{x:>12.3f}" for x in ratios))
+
+
+def promoted_profiles(record: dict | None = None, part: str | None = None) -> None:
+    """Print the record's Nsight Compute profiles at N = 8192 (the chapters' profile table), for the final builds
+    or, with part="first_try", for the first try's."""
+    from ..profile import table
+    rec = record or promoted_record()
+    entries, env = (rec["first_try"]["profile"], rec["env"]["first_try"]) if part else (rec["profile"],
+                                                                                      rec["env"]["profile"])
+    print(f"ci/fp8_promoted.py{' (first try)' if part else ''}, {env['date']}:")
+    print(table(entries.values()))
