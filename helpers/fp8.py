@@ -332,12 +332,12 @@ def kept_binades(probe: AccumulationProbe, c) -> dict:
     return out
 
 
-def probe_accumulator(rung_id: str = "12_fp8") -> dict:
+def probe_accumulator(rung_id: str = "12_fp8", source: str | None = None) -> dict:
     """Run the accumulator probe through a rung's own kernel on the GPU (256 x 256 x 384, scale 1) and return
     kept_binades of its C. An fp32 sum keeps 23 binades below big (big + tiny needs d + 1 <= 24 significant bits);
     fewer means the tensor core drops bits before the sum reaches the fp32 registers."""
     import cupy as cp
-    lau = prepare(rung_id, 256, 256, PROBE_K)
+    lau = prepare(rung_id, 256, 256, PROBE_K, source)  # source: a variant of the rung (its .cu text, config applied)
     probe = accumulation_probe(lau.m, lau.n, lau.k)
     a, bt = cp.asarray(probe.a), cp.asarray(probe.bt)
     if lau.rung.dtype == "bf16":

@@ -24,7 +24,7 @@
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
-constexpr int PROMOTE = 0;                   // 1: add each k tile's partial sums into fp32 (12_fp8_promoted)
+constexpr int PROMOTE = 0;                   // P > 0: add partial sums into fp32 every P k tiles (12_fp8_promoted: 1)
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -133,8 +133,8 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                 mbarrier_arrive(smem_addr(&empty[s]));
         };
         // PROMOTE's k tile: wgmmas sum its 128 k into `fill` (the tensor core keeps about 14 bits, chapter 12's
-        // probe), then the previous k tile's partial sums, `add`, go into acc in fp32. The adds run while this
-        // k tile's wgmmas do: waiting for them first would leave the tensor core idle during every add.
+        // probe); at the first k tile of each run of PROMOTE, the previous run's partial sums, `add`, go into acc
+        // in fp32. The adds run while this k tile's wgmmas do: waiting for them would idle the tensor core.
         auto promoted_k_tile = [&](float (&fill)[WGMMA_N / 2], float (&add)[WGMMA_N / 2], int kt) {
             const int s = it % STAGES;
             mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
@@ -142,11 +142,12 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK / 32; ++kk)
-                wgmma_m64nNk32_e4m3<WGMMA_N>(fill, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kk > 0);
+                wgmma_m64nNk32_e4m3<WGMMA_N>(fill, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32),
+                                             kt % PROMOTE + kk > 0);
             wgmma_commit_group();
-            wgmma_wait_group<1>();  // k tile kt-1's group is done: its slot is read and `add` holds its sums
-            if (kt > 0) {
-                release((it - 1) % STAGES);
+            wgmma_wait_group<1>();  // k tile kt-1's group is done: its slot is read (and `add` holds its sums)
+            if (kt > 0) release((it - 1) % STAGES);
+            if (kt > 0 && kt % PROMOTE == 0) {
 #pragma unroll
                 for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] += add[i];
             }
@@ -155,13 +156,13 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         for (int tile = first_tile; tile < tiles; tile += tile_step) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
-            if constexpr (PROMOTE) {  // k tiles in pairs, so each call names its buffers at compile time
+            if constexpr (PROMOTE) {  // two runs of k tiles a step, so each call names its buffers at compile time
 #pragma unroll
                 for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] = 0.0f;
-                for (int kt = 0; kt < k_tiles; kt += 2) {
-                    promoted_k_tile(part[0], part[1], kt);
-                    if (kt + 1 < k_tiles) promoted_k_tile(part[1], part[0], kt + 1);
-                }
+                for (int kt = 0; kt < k_tiles; kt += 2 * PROMOTE)
+#pragma unroll
+                    for (int q = 0; q < 2 * PROMOTE; ++q)
+                        if (kt + q < k_tiles) promoted_k_tile(part[q / PROMOTE], part[1 - q / PROMOTE], kt + q);
             }
             for (int kt = 0; !PROMOTE && kt < k_tiles; ++kt, ++it) {  // PROMOTE ran its own loop above
                 const int s = it % STAGES;
@@ -179,7 +180,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             release((it - 1) % STAGES);  // the producer may refill it while we write C
 #pragma unroll
             for (int i = 0; i < WGMMA_N / 2; ++i) {
-                if constexpr (PROMOTE) acc[i] += k_tiles % 2 ? part[0][i] : part[1][i];  // the last k tile's sums
+                if constexpr (PROMOTE) acc[i] += (k_tiles - 1) / PROMOTE % 2 ? part[1][i] : part[0][i];  // the last run
                 acc[i] *= scale;  // dequantize: scale_a * scale_b, in fp32
             }
 

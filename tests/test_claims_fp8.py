@@ -371,46 +371,54 @@ def test_chapter_12_names_the_limit_the_profile_shows():
 
 
 def test_chapter_12_promoted_section_matches_its_record(text):
-    # ci/fp8_promoted.py's record (outside the run): the three builds and both cuBLASLt modes, same rounds per shape
+    # ci/fp8_promoted.py's record (outside the run): the builds and both cuBLASLt modes, same rounds per shape
     from helpers.figures.ch12 import LT_FAST, LT_PROMOTED, promoted_record
     rec = promoted_record()
+    every = "12_fp8_promoted, every 256 k"
     rows = {tuple(r["shape"]): r for r in rec["time"]}
-    t = {s: {**{b: r[b]["tflops"] for b in ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted")},
+    t = {s: {**{b: r[b]["tflops"] for b in ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", every)},
              "lt": r["cublas_groups"][LT_PROMOTED]["tflops"], "fast": r["cublas_groups"][LT_FAST]["tflops"]}
          for s, r in rows.items()}
     a, b = t[(4096,) * 3], t[(8192,) * 3]
-    assert says(text, f"The promotion costs 13%** on the same tile: {a['12_fp8_promoted']:,.1f} against "
-                      f"{a['12_fp8, 128 x 128']:,.1f} TFLOP/s at N = 4096 and {b['12_fp8_promoted']:,.1f} against "
-                      f"{b['12_fp8, 128 x 128']:,.1f} at 8192")
-    cost = [x["12_fp8_promoted"] / x["12_fp8, 128 x 128"] for x in (a, b)]
-    assert all(round(c, 3) == 0.866 for c in cost) and all(round(1 - c, 2) == 0.13 for c in cost)
-    tile = [x["12_fp8, 128 x 128"] / x["12_fp8"] for x in (a, b)]
-    assert [round(100 * (1 - x)) for x in tile] == [7, 10]
-    assert says(text, f"({a['12_fp8, 128 x 128']:,.1f} against {a['12_fp8']:,.1f}, {b['12_fp8, 128 x 128']:,.1f} "
-                      f"against {b['12_fp8']:,.1f})")
+    cost = [1 - x["12_fp8_promoted"] / x["12_fp8, 128 x 128"] for x in (a, b)]
+    assert says(text, f"The promotion costs {cost[0]:.0%} at N = 4096 and {cost[1]:.0%} at 8192** on the same tile: "
+                      f"{a['12_fp8_promoted']:,.1f} against {a['12_fp8, 128 x 128']:,.1f} TFLOP/s and "
+                      f"{b['12_fp8_promoted']:,.1f} against {b['12_fp8, 128 x 128']:,.1f}")
+    tile = [1 - x["12_fp8, 128 x 128"] / x["12_fp8"] for x in (a, b)]
+    assert says(text, f"The tile costs {tile[0]:.0%} and {tile[1]:.0%} ({a['12_fp8, 128 x 128']:,.1f} against "
+                      f"{a['12_fp8']:,.1f}, {b['12_fp8, 128 x 128']:,.1f} against {b['12_fp8']:,.1f})")
     whole = [x["12_fp8_promoted"] / x["12_fp8"] for x in (a, b)]
-    assert says(text, f"Together, {whole[0]:.2f} and {whole[1]:.2f} of rung 12")
-    assert round((1 - cost[0]) / 0.05, 1) == 2.7  # "adds 2.7 times dearer" than the napkin's 5%
+    assert says(text, f"Together, {whole[0]:.2f} and {whole[1]:.2f} of rung 12: below the napkin's 0.80-0.85")
+    assert max(whole) < 0.80
+    assert says(text, f"the adds cost {100 * min(cost):.0f}-{max(cost):.0%}, not the 5%")
     vs_lt = {s: x["12_fp8_promoted"] / x["lt"] for s, x in t.items()}
     assert says(text, f"{vs_lt[(4096,) * 3]:.3f} at 4096, {vs_lt[(8192,) * 3]:.3f} at 8192, "
                       f"{vs_lt[(2048,) * 3]:.3f} at 2048 and {vs_lt[(8192, 8192, 1024)]:.3f} at 8192 × 8192 × 1024")
     assert says(text, f"missed, at {min(vs_lt.values()):.3f}-{max(vs_lt.values()):.3f} and "
-                      f"{min(x['12_fp8_promoted'] / x['12_fp8'] for x in t.values()):.2f}-"
-                      f"{max(x['12_fp8_promoted'] / x['12_fp8'] for x in t.values()):.2f}")
+                      f"{min(x['12_fp8_promoted'] / x['12_fp8'] for x in t.values()):.3f}-"
+                      f"{max(x['12_fp8_promoted'] / x['12_fp8'] for x in t.values()):.3f}")
     assert says(text, f"({a['lt']:,.1f} against {a['fast']:,.1f}, {b['lt']:,.1f} against {b['fast']:,.1f})")
-    assert [round(100 * (1 - x["lt"] / x["fast"])) for x in (a, b)] == [8, 6]
-    assert round(a["12_fp8, 128 x 128"] / a["lt"], 2) >= 0.98  # "within 2% of cuBLASLt's promoted mode at 4096"
-    labels = {r["cublas_groups"][LT_PROMOTED]["label"] for r in rec["time"] if r["shape"][2] > 1024}
+    assert says(text, f"promotion costs it {1 - a['lt'] / a['fast']:.0%} and {1 - b['lt'] / b['fast']:.0%}")
+    assert 0.97 <= a["12_fp8, 128 x 128"] / a["lt"] < 1  # "comes within 3% of cuBLASLt's promoted mode at 4096"
+    labels = {r["cublas_groups"][LT_PROMOTED]["label"] for r in rec["time"]}
     assert {re.search(r"tile (\d+x\d+), cluster 1x2x1", x).group(1) for x in labels} == {"128x128", "144x128"}
+    # every 256 k: half the adds
+    assert says(text, f"{a[every]:,.1f} and {b[every]:,.1f} TFLOP/s, {a[every] / a['12_fp8, 128 x 128']:.2f} and "
+                      f"{b[every] / b['12_fp8, 128 x 128']:.2f} of the unpromoted tile, {a[every] / a['lt']:.3f} and "
+                      f"{b[every] / b['lt']:.3f} of cuBLASLt's promoted mode")
+    assert all(1 - x[every] / x["12_fp8, 128 x 128"] < (1 - x["12_fp8_promoted"] / x["12_fp8, 128 x 128"]) / 2
+               for x in (a, b))  # "more than half of their cost"
     # the profiles at 8192
     p = rec["profile"]
-    pr, nr = p["12_fp8_promoted"], p["12_fp8, 128 x 128"]
-    assert says(text, f"The tensor pipe is busy {pr['tensor_active_pct']:.1f}% of the time at 8192, against "
-                      f"{nr['tensor_active_pct']:.1f}% without the adds")
+    pr, nr, ev = p["12_fp8_promoted"], p["12_fp8, 128 x 128"], p[every]
+    assert says(text, f"the tensor pipe is busy {pr['tensor_active_pct']:.1f}% of the time, "
+                      f"{ev['tensor_active_pct']:.1f}% adding every 256 k, against {nr['tensor_active_pct']:.1f}% "
+                      f"without the adds")
     st = lambda e, k: round(100 * e["stall_reasons"][k])  # noqa: E731
     assert says(text, f"`warpgroup_arrive`, {st(pr, 'warpgroup_arrive')}% of the stalled samples against "
-                      f"{st(nr, 'warpgroup_arrive')}%")
-    assert says(text, f"`dispatch_stall` grew too ({st(pr, 'dispatch_stall')}% against {st(nr, 'dispatch_stall')}%)")
+                      f"{st(nr, 'warpgroup_arrive')}%, and `dispatch_stall`, {st(pr, 'dispatch_stall')}% against "
+                      f"{st(nr, 'dispatch_stall')}%")
+    assert says(text, f"It is as large when the adds come half as often ({st(ev, 'warpgroup_arrive')}%)")
     # the first try, one partial-sum buffer
     ft = {tuple(r["shape"]): r for r in rec["first_try"]["time"]}[(4096,) * 3]
     fp = rec["first_try"]["profile"]
@@ -418,10 +426,13 @@ def test_chapter_12_promoted_section_matches_its_record(text):
                       f"at N = 4096 ({ft['12_fp8_promoted']['tflops']:,.1f} against {ft['12_fp8']['tflops']:,.1f} "
                       f"TFLOP/s), and its tensor pipe was busy {fp['12_fp8_promoted']['tensor_active_pct']:.1f}% of the "
                       f"time at 8192, against {fp['12_fp8, 128 x 128']['tensor_active_pct']:.1f}%")
-    assert says(text, f"0.62 of rung 12 at N = 4096 here")
-    assert says(text, f"{whole[0]:.2f} of rung 12 and {vs_lt[(4096,) * 3]:.2f} of cuBLASLt's promoted mode at N = 4096")
-    # the probe: what promotion buys
+    assert says(text, "0.62 of rung 12 at N = 4096 here")
+    assert says(text, f"{whole[0]:.2f} of rung 12 and {vs_lt[(4096,) * 3]:.2f} of cuBLASLt's promoted mode at N = 4096, "
+                      f"in an experiment outside the run; the adds cost {cost[0]:.0%}")
+    # the probe: what promotion buys, and what every 256 k gives back
     got = rec["probe"]
     assert got["12_fp8_promoted"]["across k tiles"] == {"kept": 23, "first_lost": 24}
     assert all(v == {"kept": 13, "first_lost": 14} for v in got["12_fp8"].values())
+    assert all(v == {"kept": 13, "first_lost": 14} for v in got[every].values())
     assert says(text, "inside a k tile it keeps the same 13 binades, across k tiles 23")
+    assert says(text, "the tiny product is lost from d = 14 again")

@@ -184,7 +184,8 @@ def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
 
 # ---- promoted accumulation (ci/fp8_promoted.py, an experiment outside the book's run) -----------------------------
 
-PROMOTED_BUILDS = ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted")
+PROMOTED_BUILDS = ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", "12_fp8_promoted, every 256 k")
+HEADS = ("rung 12", "128 x 128", "promoted", "every 256")
 LT_PROMOTED, LT_FAST = "cuBLASLt FP8 autotuned", "cuBLASLt FP8 fast autotuned"   # helpers.timing's group names
 
 
@@ -196,20 +197,21 @@ def promoted_record() -> dict:
 
 def promoted_table(record: dict | None = None, part: str = "time") -> None:
     """Print a timing part of the record: per shape, each build's TFLOP/s, then the fastest cuBLASLt algorithm of
-    each accumulation mode, all from the same interleaved rounds; last, the promoted build against both."""
+    each accumulation mode, all from the same interleaved rounds; last, 12_fp8_promoted against both."""
     rec = record or promoted_record()
     rows = rec[part] if part == "time" else rec[part]["time"]
     env = rec["env"][part]
+    builds = [(b, h) for b, h in zip(PROMOTED_BUILDS, HEADS) if b in rows[0]]
     print(f"ci/fp8_promoted.py{' (first try)' if part != 'time' else ''}, {env['name']}, {env['date']}, outside the "
-          f"book's run; TFLOP/s\n(each shape: one set of interleaved rounds)")
-    heads = ("rung 12", "128 x 128", "promoted", "Lt promoted", "Lt fast", "/ Lt prom.", "/ rung 12")
-    print(f"{'M x N x K':<16}" + "".join(f"{h:>12}" for h in heads))
+          f"book's run; TFLOP/s\n(each shape: one set of interleaved rounds; Lt: cuBLASLt; the ratios: promoted's)")
+    heads = (*(h for _, h in builds), "Lt prom.", "Lt fast", "/ Lt prom.", "/ rung 12")
+    print(f"{'M x N x K':<16}" + "".join(f"{h:>11}" for h in heads))
     for row in rows:
-        got = [row[b]["tflops"] for b in PROMOTED_BUILDS] + [row["cublas_groups"][g]["tflops"]
-                                                               for g in (LT_PROMOTED, LT_FAST)]
-        ratios = (got[2] / got[3], got[2] / got[0])
-        print(f"{'x'.join(map(str, row['shape'])):<16}" + "".join(f"{x:>12.1f}" for x in got)
-              + "".join(f"{x:>12.3f}" for x in ratios))
+        got = [row[b]["tflops"] for b, _ in builds] + [row["cublas_groups"][g]["tflops"] for g in (LT_PROMOTED, LT_FAST)]
+        promoted = row["12_fp8_promoted"]["tflops"]
+        ratios = (promoted / row["cublas_groups"][LT_PROMOTED]["tflops"], promoted / row["12_fp8"]["tflops"])
+        print(f"{'x'.join(map(str, row['shape'])):<16}" + "".join(f"{x:>11.1f}" for x in got)
+              + "".join(f"{x:>11.3f}" for x in ratios))
 
 
 def promoted_profiles(record: dict | None = None, part: str | None = None) -> None:
@@ -220,4 +222,5 @@ def promoted_profiles(record: dict | None = None, part: str | None = None) -> No
     entries, env = (rec["first_try"]["profile"], rec["env"]["first_try"]) if part else (rec["profile"],
                                                                                       rec["env"]["profile"])
     print(f"ci/fp8_promoted.py{' (first try)' if part else ''}, {env['date']}:")
-    print(table(entries.values()))
+    short = dict(zip(PROMOTED_BUILDS, ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", "promoted, 256 k")))
+    print(table([{**e, "rung": short.get(name, name)} for name, e in entries.items()]))
