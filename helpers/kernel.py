@@ -145,8 +145,9 @@ class Kernel:
         if r.operands.startswith("tensor_maps"):
             from .tma import tensor_map_2d
             box_k = self.consts["BK"]
-            # A cluster fetches a shared B tile in slices, one per CTA: the box is the slice.
-            maps = (tensor_map_2d(a, self.tile[0], box_k, dtype=r.dtype),
+            # A cluster fetches a shared B tile in slices, one per CTA: the box is the slice (and so for A, where
+            # CTAs along N share it: ci/clusters.py).
+            maps = (tensor_map_2d(a, self.consts.get("A_BOX_ROWS", self.tile[0]), box_k, dtype=r.dtype),
                     tensor_map_2d(b, self.consts.get("B_BOX_ROWS", self.tile[1]), box_k, dtype=r.dtype))
             if r.operands == "tensor_maps_c":  # C is written back by TMA stores in [64, C_CHUNK] boxes
                 maps += (tensor_map_2d(c, 64, self.consts["C_CHUNK"], dtype=r.out_dtype),)
