@@ -1,5 +1,5 @@
-"""FP8 with promoted accumulation (issue "ahead", item 5), an experiment outside the book's run; results/fp8_promoted.json
-keeps its output.
+"""FP8 with promoted accumulation (issue "ahead", item 5), an experiment outside the book's run;
+results/fp8_promoted.json keeps its output.
 
     python ci/fp8_promoted.py check      the every-256-k build (not a rung) at shapes with odd and even k tile counts
     python ci/fp8_promoted.py time       2048 .. 8192: rung 12, the same kernel on 128 x 128 tiles, 12_fp8_promoted,

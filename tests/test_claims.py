@@ -1003,3 +1003,45 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     assert says(text, f"row order {1 - v[4096]:.1%} behind at 4096 and {1 - v[8192]:.0%} at 8192")
     from helpers.report import diff_size
     assert says(text, f"step into that file from rung 09 changes {diff_size('09_setmaxnreg', '10_bf16_c')} lines at once")
+
+
+def test_chapter_10_cluster_shapes_match_their_record():
+    # ci/clusters.py's record (outside the run): four cluster shapes of one patched source, rung 10 and cuBLAS in the
+    # same rounds per shape, and Nsight Compute at 8192
+    from helpers.figures.ch10 import CLUSTER_SHAPES, cluster_l2_kib, clusters_record
+    rec, text = clusters_record(), _markdown("10_beyond_cublas.ipynb")
+    rows = {tuple(r["shape"]): r for r in rec["time"]}
+    big = [r for s, r in rows.items() if min(s[:2]) >= 4096]
+    assert all(max(CLUSTER_SHAPES, key=lambda x: r[x]["tflops"]) == "2 x 1" for r in big)
+    a, b = rows[(4096,) * 3], rows[(8192,) * 3]
+    rel = {x: (a[x]["tflops"] / a["2 x 1"]["tflops"], b[x]["tflops"] / b["2 x 1"]["tflops"]) for x in CLUSTER_SHAPES}
+    assert says(text, f"{a['2 x 1']['tflops']:.1f} TFLOP/s at 4096 and {b['2 x 1']['tflops']:.1f} at 8192. 1 × 2 runs at "
+                      f"{rel['1 x 2'][0]:.2f} and {rel['1 x 2'][1]:.2f} of it, 2 × 2 at {rel['2 x 2'][0]:.2f} and "
+                      f"{rel['2 x 2'][1]:.2f}, clusters of one at {rel['1 x 1'][0]:.2f} and {rel['1 x 1'][1]:.2f}")
+    assert says(text, "(0.95 and 0.94 of 2 × 1 at 4096 and 8192)")
+    assert (round(rel["1 x 2"][0], 2), round(rel["1 x 2"][1], 2)) == (0.95, 0.94)
+    assert (round(rel["2 x 2"][0], 2), round(rel["2 x 2"][1], 2)) == (0.85, 0.94) and says(text, "(0.85 and 0.94)")
+    assert says(text, f"Clusters of one are {1 - rel['1 x 1'][0]:.0%} behind, not level")
+    assert [cluster_l2_kib(*c) for c in ((1, 1), (2, 1), (1, 2), (2, 2))] == [48, 32, 40, 24]
+    assert says(text, "falls from 48 KiB alone to 32 in 2 × 1, 40 in 1 × 2 and 24 in 2 × 2")
+    p = {x: rec["profile"][x] for x in CLUSTER_SHAPES}
+    gb = {x: p[x]["dram_bytes"] / 1e9 for x in CLUSTER_SHAPES}
+    assert says(text, f"they read {gb['1 x 1']:.2f} GB from DRAM, {gb['1 x 1'] / gb['2 x 1']:.1f} times what 2 × 1 reads "
+                      f"({gb['2 x 1']:.2f}), and `long_scoreboard` leads their stalls "
+                      f"({p['1 x 1']['stall_reasons']['long_scoreboard']:.0%})")
+    assert max(p["1 x 1"]["stall_reasons"], key=p["1 x 1"]["stall_reasons"].get) == "long_scoreboard"
+    grids = {x: {r[x]["grid"] for r in big} for x in CLUSTER_SHAPES}
+    assert grids == {"1 x 1": {132}, "2 x 1": {132}, "1 x 2": {132}, "2 x 2": {120}}
+    assert p["2 x 2"]["grid"][0] == 120 and says(text, "The driver fits 30 clusters of four, 120 CTAs on 132 SMs")
+    t22 = p["2 x 2"]["tensor_active_pct"]
+    assert says(text, f"The tensor pipe reads {t22:.1f}% busy averaged over all 132 SMs, which is "
+                      f"{t22 * 132 / 120:.1f}% on the 120 that run, and at 8192 2 × 2 reaches {rel['2 x 2'][1]:.2f} of "
+                      f"2 × 1, a little more than 120 / 132 = {120 / 132:.2f}")
+    two = rows[(2048,) * 3]
+    assert says(text, f"take two waves: {two['2 x 2']['tflops']:.1f} TFLOP/s")
+    three = rows[(3072,) * 3]
+    assert max(CLUSTER_SHAPES, key=lambda x: three[x]["tflops"]) == "2 x 2" and three["rung 10"]["tile"] == [128, 192]
+    assert says(text, f"({three['2 x 2']['tflops']:.1f} against {three['2 x 1']['tflops']:.1f} for 2 × 1)")
+    assert says(text, f"is far ahead of all four ({three['rung 10']['tflops']:.1f})")
+    assert says(text, f"{gb['1 x 2']:.2f} GB at 8192 against {gb['2 x 1']:.2f} for 2 × 1, with the tensor pipe "
+                      f"{p['1 x 2']['tensor_active_pct']:.1f}% busy against {p['2 x 1']['tensor_active_pct']:.1f}%")

@@ -14,7 +14,7 @@ every one is importable from here (`from helpers.figures import fig_smem_budget`
     ch09 (setmaxnreg)           fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers,
                                 fig_wide_registers
     ch10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue, fig_tile_waves,
-                                fig_pingpong_trace
+                                fig_pingpong_trace, fig_cluster_shapes
     ch12 (FP8)                  fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
     every chapter (profile)     fig_profile: the rung beside its predecessor, from their recorded Nsight Compute
                                 profiles (takes and returns a pair of Axes); limit_of, what binds, for the prose
@@ -30,7 +30,7 @@ from .ch06 import fig_accumulator, fig_smem_budget, fig_swizzle_atom, fig_wgmma_
 from .ch07 import fig_load_instructions, fig_mbarrier_phase, fig_ring_parity, fig_tma_box
 from .ch08 import fig_parities, fig_ring, fig_ring_bytes, fig_stage_clocks
 from .ch09 import fig_consumer_registers, fig_pool_ledger, fig_register_pool, fig_tile_intensity, fig_wide_registers
-from .ch10 import (fig_cluster_multicast, fig_persistent_schedule, fig_pingpong_trace, fig_tile_waves,
+from .ch10 import (fig_cluster_multicast, fig_cluster_shapes, fig_persistent_schedule, fig_pingpong_trace, fig_tile_waves,
                    fig_tma_store_epilogue)
 from .ch12 import fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
 from .profile import fig_profile, limit_of, limit_sentence

@@ -207,7 +207,8 @@ def promoted_table(record: dict | None = None, part: str = "time") -> None:
     heads = (*(h for _, h in builds), "Lt prom.", "Lt fast", "/ Lt prom.", "/ rung 12")
     print(f"{'M x N x K':<16}" + "".join(f"{h:>11}" for h in heads))
     for row in rows:
-        got = [row[b]["tflops"] for b, _ in builds] + [row["cublas_groups"][g]["tflops"] for g in (LT_PROMOTED, LT_FAST)]
+        got = [row[b]["tflops"] for b, _ in builds]
+        got += [row["cublas_groups"][g]["tflops"] for g in (LT_PROMOTED, LT_FAST)]
         promoted = row["12_fp8_promoted"]["tflops"]
         ratios = (promoted / row["cublas_groups"][LT_PROMOTED]["tflops"], promoted / row["12_fp8"]["tflops"])
         print(f"{'x'.join(map(str, row['shape'])):<16}" + "".join(f"{x:>11.1f}" for x in got)
