@@ -1,8 +1,8 @@
 """Chapter 10 (the chip as the unit): fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue,
 fig_tile_waves, and the ping-pong experiment (ci/pingpong.py, outside the run): pingpong_table, pingpong_phases,
 pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace, pingpong_source, pingpong_diff;
-split-K (ci/splitk.py): splitk_table; and cluster shapes (ci/clusters.py): clusters_table, clusters_profiles,
-fig_cluster_shapes."""
+split-K (ci/splitk.py): splitk_table; cluster shapes (ci/clusters.py): clusters_table, clusters_profiles,
+fig_cluster_shapes; and the one-warpgroup probe (ci/wgmma_issue.py): wgmma_issue_table."""
 from __future__ import annotations
 
 import numpy as np
@@ -639,6 +639,23 @@ def fig_cluster_shapes(record: dict | None = None, ax=None):
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               title="CTAs (M x N): bytes a CTA pulls", title_fontsize=9)
     return clean(ax)
+
+
+WGMMA_ISSUE_RECORD = ROOT / "results" / "wgmma_issue.json"   # ci/wgmma_issue.py's output, outside the run
+
+
+def wgmma_issue_table(record: dict | None = None) -> None:
+    """Print ci/wgmma_issue.py's rates: chapter 00's wgmma probe with two warpgroups per SM or one, the same wgmmas
+    per launch, in the same interleaved rounds, each against the two-warpgroup build."""
+    import json
+    rec = record or json.loads(WGMMA_ISSUE_RECORD.read_text())
+    env, t = rec["env"], rec["time"]
+    base = t["two warpgroups, one CTA"]["tflops"]
+    print(f"ci/wgmma_issue.py, {env['name']}, {env['date']}, outside the book's run: m64n256k16 back to back, random "
+          f"operands")
+    for name, e in t.items():
+        print(f"  {name:<28}{e['tflops']:>8.1f} TFLOP/s ({e['tflops'] / base:.2f}), {e['threads']} threads x "
+              f"{e['ctas_per_sm']} CTA a SM, {e['group']} wgmmas a group, {e['sm_clock_mhz']:.0f} MHz")
 
 
 def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
