@@ -1045,3 +1045,21 @@ def test_chapter_10_cluster_shapes_match_their_record():
     assert says(text, f"is far ahead of all four ({three['rung 10']['tflops']:.1f})")
     assert says(text, f"{gb['1 x 2']:.2f} GB at 8192 against {gb['2 x 1']:.2f} for 2 × 1, with the tensor pipe "
                       f"{p['1 x 2']['tensor_active_pct']:.1f}% busy against {p['2 x 1']['tensor_active_pct']:.1f}%")
+
+
+def test_chapter_10_one_warpgroup_probe_matches_its_record():
+    # ci/wgmma_issue.py: chapter 00's wgmma probe with one warpgroup per SM or two, the same wgmmas, the same rounds
+    from helpers.figures.ch10 import WGMMA_ISSUE_RECORD
+    from helpers.hardware import TENSOR_FLOP_PER_CLK
+    rec, text = json.loads(WGMMA_ISSUE_RECORD.read_text()), _markdown("10_beyond_cublas.ipynb")
+    t = rec["time"]
+    rates = [e["tflops"] for e in t.values()]
+    assert max(rates) / min(rates) < 1.001  # "as full as two": every build within 0.1% of the others
+    clocks = {round(e["sm_clock_mhz"]) for e in t.values()}
+    assert len(clocks) == 1
+    mhz = clocks.pop()
+    peak = rec["env"]["sms"] * TENSOR_FLOP_PER_CLK * mhz * 1e6 / 1e12
+    assert says(text, f"Every build reaches {min(rates):.1f} to {max(rates):.1f} TFLOP/s, {max(rates) / peak:.1%} of the "
+                      f"{peak:.1f} that {rec['env']['sms']} SMs at 4,096 FLOP a cycle give at the {mhz:,} MHz they all "
+                      f"ran at")
+    assert {e["threads"] for e in t.values()} == {128, 256} and {e["group"] for e in t.values()} == {4, 8}

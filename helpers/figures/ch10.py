@@ -651,8 +651,8 @@ def wgmma_issue_table(record: dict | None = None) -> None:
     rec = record or json.loads(WGMMA_ISSUE_RECORD.read_text())
     env, t = rec["env"], rec["time"]
     base = t["two warpgroups, one CTA"]["tflops"]
-    print(f"ci/wgmma_issue.py, {env['name']}, {env['date']}, outside the book's run: m64n256k16 back to back, random "
-          f"operands")
+    print(f"ci/wgmma_issue.py, {env['name']}, {env['date']}, outside the book's run:\n"
+          f"m64n256k16 back to back on one resident tile, random operands")
     for name, e in t.items():
         print(f"  {name:<28}{e['tflops']:>8.1f} TFLOP/s ({e['tflops'] / base:.2f}), {e['threads']} threads x "
               f"{e['ctas_per_sm']} CTA a SM, {e['group']} wgmmas a group, {e['sm_clock_mhz']:.0f} MHz")
