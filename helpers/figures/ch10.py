@@ -2,8 +2,11 @@
 fig_tile_waves, and the ping-pong experiment (ci/pingpong.py, outside the run): pingpong_table, pingpong_phases,
 pingpong_profiles, pingpong_control, pingpong_followups, fig_pingpong_trace, pingpong_source, pingpong_diff;
 split-K (ci/splitk.py): splitk_table; cluster shapes (ci/clusters.py): clusters_table, clusters_profiles,
-fig_cluster_shapes; and the one-warpgroup probe (ci/wgmma_issue.py): wgmma_issue_table."""
+fig_cluster_shapes; the one-warpgroup probe (ci/wgmma_issue.py): wgmma_issue_table; and 64-row tiles
+(ci/small_tiles.py): small_tiles_table."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -656,6 +659,24 @@ def wgmma_issue_table(record: dict | None = None) -> None:
     for name, e in t.items():
         print(f"  {name:<28}{e['tflops']:>8.1f} TFLOP/s ({e['tflops'] / base:.2f}), {e['threads']} threads x "
               f"{e['ctas_per_sm']} CTA a SM, {e['group']} wgmmas a group, {e['sm_clock_mhz']:.0f} MHz")
+
+
+SMALL_TILES_RECORD = ROOT / "results" / "small_tiles.json"   # ci/small_tiles.py's output, outside the run
+
+
+def small_tiles_table(record: dict | None = None) -> None:
+    """Print ci/small_tiles.py's timings: per shape, rung 10 as it launches and the one-consumer builds, each with its
+    time per launch, its ratio to the fastest cuBLAS of the same rounds and its grid, then what that cuBLAS was."""
+    import json
+    rec = record or json.loads(SMALL_TILES_RECORD.read_text())
+    print(f"ci/small_tiles.py, {rec['env']['name']}, {rec['env']['date']}, outside the book's run")
+    for row in rec["time"]:
+        print(f"{'x'.join(map(str, row['shape']))}: cuBLAS {row['cublas_best']['us']:.2f} µs, "
+              + re.sub(r"^.*?(tile \d+x\d+, cluster \dx\dx\d).*$", r"\1", row["cublas"]))
+        for name, x in row.items():
+            if isinstance(x, dict) and "grid" in x:
+                print(f"  {name:<27}{x['us']:>8.2f} µs ({x['ratio']:.3f})  {x['grid']:>4} CTAs of "
+                      f"{x['tile'][0]} x {x['tile'][1]}, clusters of {x['cluster']}")
 
 
 def fig_pingpong_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=None):
