@@ -1063,3 +1063,28 @@ def test_chapter_10_one_warpgroup_probe_matches_its_record():
                       f"{peak:.1f} that {rec['env']['sms']} SMs at 4,096 FLOP a cycle give at the {mhz:,} MHz they all "
                       f"ran at")
     assert {e["threads"] for e in t.values()} == {128, 256} and {e["group"] for e in t.values()} == {4, 8}
+
+
+def test_chapter_10_small_tiles_match_their_record():
+    # ci/small_tiles.py: one consumer on 64-row tiles beside rung 10 as it launches, same rounds per shape
+    from helpers.figures.ch10 import SMALL_TILES_RECORD
+    rec, text = json.loads(SMALL_TILES_RECORD.read_text()), _markdown("10_beyond_cublas.ipynb")
+    rows = {tuple(r["shape"]): r for r in rec["time"]}
+    one, long_k = rows[(1024,) * 3], rows[(1024, 1024, 4096)]
+    r10, solo, pair = one["rung 10"], one["64 x 128, clusters of one"], one["64 x 128, pairs"]
+    assert "tile 64x128, cluster 2x1x1" in one["cublas"]
+    assert says(text, f"{solo['us']:.2f} µs with clusters of one against rung 10's {r10['us']:.2f} "
+                      f"(×{r10['us'] / solo['us']:.2f}, {solo['ratio']:.3f} of cuBLAS instead of {r10['ratio']:.3f})")
+    assert says(text, f"It saves {r10['us'] - solo['us']:.1f} µs where the napkin expected about 2")
+    assert says(text, f"it takes {pair['us']:.2f} µs against cuBLAS's {one['cublas_best']['us']:.2f}")
+    lp, lr, ls = long_k["64 x 128, pairs"], long_k["rung 10"], long_k["64 x 128, clusters of one"]
+    assert says(text, f"the pairs take {lp['us']:.2f} µs against {lr['us']:.2f} for rung 10 (×{lr['us'] / lp['us']:.2f}), "
+                      f"while clusters of one take {ls['us']:.2f}")
+    assert ls["us"] > lr["us"] > lp["us"]
+    six = rows[(6144,) * 3]
+    assert says(text, f"the 64 × 128 pairs run at {six['64 x 128, pairs']['tflops'] / six['rung 10']['tflops']:.2f} of "
+                      f"rung 10, the 64 × 256 pairs at {six['64 x 256, pairs']['tflops'] / six['rung 10']['tflops']:.2f}")
+    assert all(r[x]["tflops"] < r["rung 10"]["tflops"] for s, r in rows.items() if s[0] >= 2048
+               for x in ("64 x 128, clusters of one", "64 x 128, pairs", "64 x 256, pairs"))
+    assert says(text, f"takes 1024³ from {r10['us']:.2f} to {solo['us']:.2f} µs ({r10['ratio']:.3f} to "
+                      f"{solo['ratio']:.3f} of cuBLAS)")
