@@ -289,6 +289,29 @@ def steps_table(steps: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def orders_table(record: dict | None = None, shown=("PEFCS", "PCSEF", "CPSEF")) -> str:
+    """ci/ladder_orders.py's lattice (chapter 10's five switches, 32 builds timed in one set of rounds) as text: how
+    many of the 120 orders rise at every step at both sizes, and for the orders `shown`, each step's factor at
+    N = 4096 and 8192 ('+' where it rises beyond the noise, '=' where it does not)."""
+    import json
+    from .registry import ROOT
+    rec = record or json.loads((ROOT / "results" / "ladder_orders.json").read_text())
+    env, orders = rec["env"], {o["order"]: o for o in rec["orders"]}
+    sizes = list(rec["time"])
+    words = dict(P="persistent", C="clusters", S="grouped", E="TMA store", F="4th stage")
+    rising = [sum(s[n]["rises"] for s in o["steps"] for n in sizes) for o in orders.values()]
+    lines = [f"ci/ladder_orders.py, {env['name']}, {env['date']}, outside the book's run",
+             f"of {len(orders)} orders, rising at every step at N = {' and '.join(sizes)}: "
+             f"{sum(r == 2 * 5 for r in rising)}; at all but one: {sum(r == 2 * 5 - 1 for r in rising)}",
+             f"{'order':<8}{'step':<14}" + "".join(f"{'N=' + n:>12}" for n in sizes)]
+    for name in shown:
+        for i, s in enumerate(orders[name]["steps"]):
+            lines.append(f"{name if i == 0 else '':<8}{words[s['flag']]:<14}"
+                         + "".join(f"{'x%.3f' % s[n]['factor']:>10} {'+' if s[n]['rises'] else '='}" for n in sizes))
+    lines.append("+: the step's lower quartile above the upper quartile of the build before it; =: not")
+    return "\n".join(lines)
+
+
 def sass_claims(r) -> str:
     """The registry's SASS claims for a rung, checked against the cubin: stable across compiler versions."""
     from .compiler import build as _build

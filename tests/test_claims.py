@@ -1088,3 +1088,29 @@ def test_chapter_10_small_tiles_match_their_record():
                for x in ("64 x 128, clusters of one", "64 x 128, pairs", "64 x 256, pairs"))
     assert says(text, f"takes 1024³ from {r10['us']:.2f} to {solo['us']:.2f} µs ({r10['ratio']:.3f} to "
                       f"{solo['ratio']:.3f} of cuBLAS)")
+
+
+def test_chapter_11_ladder_orders_match_their_record():
+    # ci/ladder_orders.py: chapter 10's 32 builds in one set of rounds, every order of its five steps
+    from helpers.registry import ROOT
+    rec = json.loads((ROOT / "results" / "ladder_orders.json").read_text())
+    text = _markdown("11_the_climb.ipynb")
+    t, orders = rec["time"], {o["order"]: o for o in rec["orders"]}
+    f = lambda a, b, n: t[n][b]["tflops"] / t[n][a]["tflops"]  # noqa: E731
+    score = {k: sum(s[n]["rises"] for s in o["steps"] for n in t) for k, o in orders.items()}
+    assert len(orders) == 120 and max(score.values()) == 9
+    near = sorted(k for k, v in score.items() if v == 9)
+    assert "PEFCS" in near and all(k[0] == "C" for k in near if k != "PEFCS") and len(near) == 20
+    assert says(text, "None of the 120 orders rises at every step")
+    flat = [s for s in orders["PEFCS"]["steps"] for n in t if not s[n]["rises"]]
+    assert [x["flag"] for x in flat] == ["F"]
+    assert says(text, f"whose fourth stage is flat at 8192 (×{f('P--E-', 'P--EF', '8192'):.3f}); nineteen others lose "
+                      f"only a first step of clusters at 4096 (×{f('-----', '-C---', '4096'):.3f})")
+    assert says(text, f"the grouped order alone costs (×{f('P----', 'P-S--', '4096'):.2f} and "
+                      f"×{f('P----', 'P-S--', '8192'):.2f}) and the pairs alone stay flat or fall "
+                      f"(×{f('P----', 'PC---', '4096'):.3f} and ×{f('P----', 'PC---', '8192'):.3f})")
+    assert says(text, f"(×{f('P---F', 'PC--F', '4096'):.3f} after it)")
+    assert says(text, f"(×{f('P----', 'P---F', '8192'):.3f} without them, ×{f('PC---', 'PC--F', '8192'):.3f} with)")
+    assert says(text, f"(×{f('P----', 'PCS--', '4096'):.3f} in these rounds, ×1.00 in this run)")
+    steps = [s[n]["factor"] for k in ("PEFCS", "PCSEF") for s in orders[k]["steps"] for n in t if s["flag"] != "P"]
+    assert max(steps) <= 1.06 + 5e-3 and max(s[n]["factor"] for s in orders["PEFCS"]["steps"] for n in t) < 1.065
