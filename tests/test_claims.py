@@ -1114,3 +1114,32 @@ def test_chapter_11_ladder_orders_match_their_record():
     assert says(text, f"(×{f('P----', 'PCS--', '4096'):.3f} in these rounds, ×1.00 in this run)")
     steps = [s[n]["factor"] for k in ("PEFCS", "PCSEF") for s in orders[k]["steps"] for n in t if s["flag"] != "P"]
     assert max(steps) <= 1.06 + 5e-3 and max(s[n]["factor"] for s in orders["PEFCS"]["steps"] for n in t) < 1.065
+
+
+def test_ci_experiment_builds_compile_as_described(ci_script):
+    """The experiments' builds (ci/clusters.py's patch, ci/fp8_promoted.py's every-256-k build, ci/small_tiles.py's
+    one-consumer tiles, ci/ladder_orders.py's lattice) find their anchors and compile without spills, with the
+    constants and instructions each script's docstring describes. Runs without a GPU (NVRTC)."""
+    from helpers.kernel import kernel
+    from helpers.registry import rung
+    cl = ci_script("clusters")
+    for name, (cm, cn) in cl.SHAPES_OF.items():
+        k = kernel(rung("10_stmatrix"), cl.cluster_source(cm, cn))
+        c, res = k.consts, k.build.resources["gemm_beyond_cublas"]
+        assert (c["CLUSTER"], c["A_BOX_ROWS"], c["B_BOX_ROWS"]) == (cm * cn, 128 // cn, 256 // cm), name
+        assert res.spill_stores == res.spill_loads == 0
+        assert bool(k.build.count("UTMALDG.2D.MULTICAST", "gemm_beyond_cublas")) == (cm * cn > 1), name
+    k = kernel(rung("12_fp8"), ci_script("fp8_promoted").every_256())
+    assert (k.consts["PROMOTE"], k.consts["BN"]) == (2, 128) and k.build.count("QGMMA.64x128x32", "gemm_fp8")
+    st = ci_script("small_tiles")
+    for name in st.BUILDS:
+        k = kernel(rung("10_stmatrix"), st.build_source(name))
+        assert k.consts["CONSUMERS"] == 1 and k.consts["BM"] == 64 and k.consts["THREADS"] == 256, name
+    lo = ci_script("ladder_orders")
+    assert len(lo.BUILDS) == 32 and lo.name("PCSEF") == "PCSEF" and lo.name("") == "-----"
+    for on in ("", "CS", "PEF"):
+        r, src = lo.build(on)
+        c = kernel(r, src).consts
+        assert (r.grid, c["CLUSTER"], c["SCHEDULE"], c["EPILOGUE"], c["STAGES"]) == (
+            "persistent" if "P" in on else "tile_list", 2 if "C" in on else 1, int("S" in on),
+            2 if "E" in on else 0, 4 if "F" in on else 3)

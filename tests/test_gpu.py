@@ -211,3 +211,42 @@ def test_splitk_correct_and_deterministic(shape, splits, ci_script):
     lau(a, b, again)
     cp.cuda.runtime.deviceSynchronize()
     assert cp.asnumpy(first).tobytes() == cp.asnumpy(again).tobytes(), "two launches on the same inputs differ"
+
+
+# ci/clusters.py's builds: clusters of M x N CTAs, A multicast along a row, B along a column. Correct wherever the
+# cluster tile divides the shape (validate knows BN, not CLUSTER_N x BN, so the test skips the rest itself).
+@pytest.mark.parametrize("name", ("1 x 2", "2 x 2", "2 x 1", "1 x 1"))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_cluster_shapes_correct(shape, name, ci_script):
+    from helpers.compiler import read_consts
+    cl = ci_script("clusters")
+    src = cl.cluster_source(*cl.SHAPES_OF[name])
+    c = read_consts(src)
+    try:
+        validate(rung("10_stmatrix"), *shape, src)
+    except ShapeError:
+        return
+    if shape[1] % (c["BN"] * c["CLUSTER_N"]):
+        return
+    res = check("10_stmatrix", *shape, source=src)
+    assert res.ok, str(res)
+
+
+# ci/fp8_promoted.py's every-256-k build (PROMOTE = 2), ci/small_tiles.py's one-consumer tiles and
+# ci/ladder_orders.py's lattice corners: constexpr variants of rung files, correct wherever they take a shape.
+@pytest.mark.parametrize("which", ("every 256 k", "64 x 128, clusters of one", "64 x 128, pairs", "64 x 256, pairs",
+                                   "lattice -----", "lattice -CS-F", "lattice P--E-"))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_experiment_variants_correct(shape, which, ci_script):
+    if which == "every 256 k":
+        r, src = rung("12_fp8"), ci_script("fp8_promoted").every_256()
+    elif which.startswith("lattice"):
+        r, src = ci_script("ladder_orders").build(which.split()[1].replace("-", ""))
+    else:
+        r, src = rung("10_stmatrix"), ci_script("small_tiles").build_source(which)
+    try:
+        validate(r, *shape, src)
+    except ShapeError:
+        return
+    res = check(r, *shape, source=src)
+    assert res.ok, str(res)
