@@ -120,8 +120,10 @@ class Kernel:
         bm, bn = self.tile
         if self.item.grid in ("persistent", "tile_list"):
             cluster = self.consts.get("CLUSTER", 1)
-            # a build that splits K (ci/splitk.py) has SPLITS units of work per tile
-            tiles = (m // (bm * cluster)) * (n // bn) * self.consts.get("SPLITS", 1)
+            # cluster tiles: CLUSTER CTAs along M, unless a build spreads them over N too (ci/clusters.py's
+            # CLUSTER_M x CLUSTER_N); a build that splits K (ci/splitk.py) has SPLITS units of work per tile
+            along_m, along_n = self.consts.get("CLUSTER_M", cluster), self.consts.get("CLUSTER_N", 1)
+            tiles = (m // (bm * along_m)) * (n // (bn * along_n)) * self.consts.get("SPLITS", 1)
             # persistent: as many clusters as fit on the chip at once, never more than tiles; a list: one per tile
             workers = tiles if self.item.grid == "tile_list" else min(self.resident_clusters(), tiles)
             grid = (workers * cluster, 1, 1)
