@@ -48,7 +48,7 @@ HANDSHAKE = (
      "    __shared__ __align__(8) unsigned long long bars[2];  // [0]: phase 0 completed, [1]: never completes\n"
      "    if (threadIdx.x == 0) {\n"
      "        mbarrier_init(smem_addr(&bars[0]), 1);\n"
-     "        mbarrier_init(smem_addr(&bars[1]), 1 << 20);\n"
+     "        mbarrier_init(smem_addr(&bars[1]), (1 << 20) - 1);  // the largest count an mbarrier takes\n"
      "        fence_mbarrier_init();\n"
      "        mbarrier_arrive(smem_addr(&bars[0]));\n"
      "    }\n"
