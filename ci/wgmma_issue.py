@@ -89,10 +89,11 @@ def main() -> dict:
         wgmmas = group * iters * blocks * threads // 128
         assert flop in (None, 2.0 * 64 * 256 * 16 * wgmmas), name  # every build: the same work per launch
         flop = 2.0 * 64 * 256 * 16 * wgmmas
-    for run in runs.values():  # the clock sags under load, then settles: load it first
-        for _ in range(20):
-            run(0)
-    cp.cuda.runtime.deviceSynchronize()
+    for _ in range(5):  # the clock sags under load, then settles (about 2 s of load): load it first
+        for run in runs.values():
+            for _ in range(40):
+                run(0)
+        cp.cuda.runtime.deviceSynchronize()
     got = time_gpu(runs, flop)
     out = {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr), "sm_clock_mhz": t.sm_clock_mhz,
                   "power_w": t.power_w, "threads": BUILDS[name][0], "group": BUILDS[name][1],
