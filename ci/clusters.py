@@ -19,7 +19,6 @@ What the patch changes, for a CTA of rank r (its row rm = r % CLUSTER_M, its col
   the diagonal CTA, which writes nothing into it (one barrier for the cluster, simple, a little stricter than needed).
 The source is patched, not the file, so the builds the book's run recorded keep their SASS.
 """
-import json
 import os
 import sys
 
@@ -29,6 +28,7 @@ from helpers import check, device  # noqa: E402
 from helpers.compiler import apply_config  # noqa: E402
 from helpers.launch import prepare  # noqa: E402
 from helpers.registry import ROOT, rung  # noqa: E402
+from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
 RECORD = ROOT / "results" / "clusters.json"
@@ -129,10 +129,7 @@ def profiles(n: int = 8192) -> dict:
 
 
 def save(part: str, value) -> None:
-    data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
-    data[part] = value
-    data.setdefault("env", {})[part] = device().env()  # each part says which machine and when
-    RECORD.write_text(json.dumps(data, indent=1) + "\n")
+    record_part(RECORD, part, value)
 
 
 if __name__ == "__main__":

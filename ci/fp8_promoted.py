@@ -25,6 +25,7 @@ from helpers.fp8 import probe_accumulator  # noqa: E402
 from helpers.launch import prepare  # noqa: E402
 from helpers.playground import source  # noqa: E402
 from helpers.registry import ROOT, rung  # noqa: E402
+from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
 RECORD = ROOT / "results" / "fp8_promoted.json"
@@ -86,10 +87,7 @@ def profiles(n: int = 8192) -> dict:
 
 
 def save(part: str, value) -> None:
-    data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
-    data[part] = value
-    data.setdefault("env", {})[part] = device().env()  # each part says which machine and when
-    RECORD.write_text(json.dumps(data, indent=1) + "\n")
+    record_part(RECORD, part, value)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ The variants, all chapter 10's file (helpers.figures.ch10.PINGPONG_VARIANTS, whi
   holds four beside two C buffers per consumer);
 - "ping-pong, 5 stages": the same with one C buffer per consumer, which frees room for a fifth stage.
 """
-import json
 import os
 import sys
 
@@ -34,6 +33,7 @@ from helpers.figures.ch10 import PINGPONG_VARIANTS, pingpong_source  # noqa: E40
 from helpers.kernel import ShapeError, kernel  # noqa: E402
 from helpers.launch import prepare, validate  # noqa: E402
 from helpers.registry import rung  # noqa: E402
+from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
 SQUARE = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
@@ -206,10 +206,7 @@ def follow_up(names: dict, shapes) -> dict:
 
 
 def save(part: str, value) -> None:
-    data = json.loads(RECORD.read_text()) if RECORD.exists() else {}
-    data[part] = value
-    data.setdefault("env", {})[part] = device().env()  # each part says which machine and when
-    RECORD.write_text(json.dumps(data, indent=1) + "\n")
+    record_part(RECORD, part, value)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,16 @@ def gemm_key(rung_id: str, m: int, n: int, k: int) -> str:
     return f"{rung_id}@{m}x{n}x{k}"
 
 
+def record_part(path: Path, part: str, value) -> None:
+    """An experiment's own record, outside the book's run (results/pingpong.json, clusters.json, ...): set one part
+    of it, and under "env" the machine and time that part ran on, so parts from different leases say so."""
+    from .gpu import device
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[part] = value
+    data.setdefault("env", {})[part] = device().env()
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
 def recorded_gemm(rung_id: str, m: int, n: int, k: int, path: Path | None = None, section: str = "gemm") -> dict | None:
     return load(path).get(section, {}).get(gemm_key(rung_id, m, n, k))
 

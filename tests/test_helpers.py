@@ -513,3 +513,25 @@ def test_the_widest_tables_fit_the_books_column(monkeypatch):
     from helpers.registry import MAIN
     lines = profiles([recorded_entry("profiles", f"{r}@8192") for r in MAIN]).splitlines()
     assert len(lines) > 2 * len(MAIN) and max(map(len, lines)) <= BOOK_COLUMNS  # the stalls go on a line of their own
+
+
+def test_record_part_keeps_other_parts_and_says_where_each_ran(tmp_path, monkeypatch):
+    # the experiments' records (ci/pingpong.py, clusters.py, fp8_promoted.py) are written one part at a time, each
+    # part from its own lease: a new part must not drop the others, and each keeps its own env
+    import json
+    from helpers import gpu, results
+
+    class Card:
+        def __init__(self, date):
+            self.date = date
+
+        def env(self):
+            return {"name": "a card", "date": self.date}
+    path = tmp_path / "experiment.json"
+    monkeypatch.setattr(gpu, "device", lambda: Card("first"))
+    results.record_part(path, "time", [1, 2])
+    monkeypatch.setattr(gpu, "device", lambda: Card("second"))
+    results.record_part(path, "profile", {"x": 3})
+    data = json.loads(path.read_text())
+    assert data["time"] == [1, 2] and data["profile"] == {"x": 3}
+    assert data["env"] == {"time": {"name": "a card", "date": "first"}, "profile": {"name": "a card", "date": "second"}}
