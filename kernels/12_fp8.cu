@@ -6,7 +6,9 @@
 //   - wgmma is m64n256k32 on e4m3 (FP8 is K-major only): four per stage, each 32 bytes deeper, as in rung 10;
 //   - the per-tensor scales arrive as one float (scale_a * scale_b) applied to the fp32 accumulators in the
 //     epilogue, before the round to bf16.
-// New PTX: wgmma_m64n256k32_e4m3.  Requires: sm_90a.
+// The tensor core sums with about 14 bits (chapter 12's probe), as cuBLASLt's fast-accumulation mode does. PROMOTE = P
+// (12_fp8_promoted: P = 1 on a 128 x 128 tile) adds the partial sums into fp32 registers every P k tiles instead.
+// New PTX: wgmma_m64n256k32_e4m3, wgmma_m64n128k32_e4m3.  Requires: sm_90a.
 //
 // C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map; the
 // pointer only keeps rung 10's argument order); M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use.
