@@ -64,15 +64,16 @@ PATCH = (
      "                col0 += rn * BN;\n"
      "                for (int kt = 0; kt < k_tiles; ++kt, ++it) {"),
     ("                    tma_load_2d(sA, &tmA, kt * BK, row0 + rank * BM, bar);\n"
-     "                    if constexpr (CLUSTER > 1)\n"
+     "                    if constexpr (CLUSTER > 1) {\n"
      "                        tma_load_2d_multicast(sB + rank * B_BOX_ROWS * 128, &tmB, kt * BK, col0 + rank * B_BOX_ROWS,\n"
      "                                              bar, (1 << CLUSTER) - 1);\n",
-     "                    if constexpr (CLUSTER_N > 1)\n"
+     "                    if constexpr (CLUSTER_N > 1) {\n"
      "                        tma_load_2d_multicast(sA + rn * A_BOX_ROWS * 128, &tmA, kt * BK,\n"
      "                                              row0 + rm * BM + rn * A_BOX_ROWS, bar, row_mask);\n"
-     "                    else\n"
+     "                    } else {\n"
      "                        tma_load_2d(sA, &tmA, kt * BK, row0 + rm * BM, bar);\n"
-     "                    if constexpr (CLUSTER_M > 1)\n"
+     "                    }\n"
+     "                    if constexpr (CLUSTER_M > 1) {\n"
      "                        tma_load_2d_multicast(sB + rm * B_BOX_ROWS * 128, &tmB, kt * BK, col0 + rm * B_BOX_ROWS,\n"
      "                                              bar, col_mask);\n"),
     # the consumers: this CTA's tile of C

@@ -153,7 +153,7 @@ def traced(src: str) -> str:
             "            for (int kt = 0; kt < k_tiles; ++kt, ++it) {\n                const int s = it % STAGES;\n"
             "                mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);")
     drained = "            wgmma_wait_group<0>();\n            release((it - 1) % STAGES);"
-    end = "            }\n        }\n        if (EPILOGUE > 0 && t == 0) cp_async_bulk_wait_group<0>();"
+    end = "            }\n        }\n        if constexpr (EPILOGUE > 0) {"
     for anchor in (head, loop, drained, end):
         assert src.count(anchor) == 1, anchor
     src = src.replace(head, f"__device__ unsigned long long pingpong_trace[2 * {T} * 3];\n{head}")

@@ -212,6 +212,69 @@ def apply_config(source: str, config: dict) -> str:
     return source
 
 
+def _matching(text: str, i: int, open_: str, close: str) -> int:
+    """Index just past the bracket that closes the one at text[i]."""
+    depth = 0
+    for j in range(i, len(text)):
+        depth += (text[j] == open_) - (text[j] == close)
+        if depth == 0:
+            return j + 1
+    raise ValueError(f"unbalanced {open_!r} at offset {i}")
+
+
+def resolve_switches(source: str) -> str:
+    """The source as the compiler keeps it: each `if constexpr (cond) { ... } else { ... }` whose condition reads
+    only the file's `constexpr int` constants is replaced by the branch taken, one indentation level out. Rung
+    variants are switches of one file, so a diff of the config-applied text alone would show a constant flip
+    where the compiler adds or drops a whole branch. Braceless branches and conditions on anything else stay."""
+    consts = read_consts(source)
+    pos = 0
+    while (m := re.compile(r"^([ \t]*)if constexpr \(", re.M).search(source, pos)):
+        indent, start, branches, i = m.group(1), m.start(), [], m.end() - 1
+        while True:  # the chain: if constexpr (c) {..} [else if constexpr (c) {..}]* [else {..}]
+            close = _matching(source, i, "(", ")")
+            cond, brace = source[i + 1:close - 1], source.find("{", close)
+            if source[close:brace].strip():
+                break
+            end = _matching(source, brace, "{", "}")
+            branches.append((cond, source[brace + 1:end - 1]))
+            rest = re.match(r"\s*else\s+(if constexpr \(|\{)", source[end:])
+            if not rest:
+                break
+            if rest.group(1) == "{":
+                brace = end + rest.end() - 1
+                tail = _matching(source, brace, "{", "}")
+                branches.append(("1", source[brace + 1:tail - 1]))
+                end = tail
+                break
+            i = end + rest.end() - 1
+        try:
+            taken = next((body for cond, body in branches
+                          if eval(_python_expr(cond).replace("&&", " and ").replace("||", " or "),
+                                  {"__builtins__": {}}, dict(consts))), "")
+        except Exception:  # noqa: BLE001 - a condition on something else: leave the branch to the compiler
+            pos = m.end()
+            continue
+        if not branches or source[start:end].count("if constexpr") < len([c for c, _ in branches if c != "1"]):
+            pos = m.end()
+            continue
+        line_end = source.find("\n", end)
+        line_end = len(source) if line_end < 0 else line_end
+        lines = [ln for ln in taken.split("\n")]
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        while lines and not lines[-1].strip():
+            lines.pop()
+        body = [ln if ln.startswith("#") else ln[4:] if ln.startswith(indent + "    ") else indent + ln.strip()
+                for ln in lines]
+        after = source[end:line_end]  # e.g. a comment after the closing brace
+        kept = "\n".join(body)
+        source = source[:start] + kept + (after if after.strip() else "") + source[line_end:] if kept else \
+            source[:start].rstrip(" \t") + source[line_end + 1:]
+        pos = start
+    return source
+
+
 def _errors_only(log: str) -> str:
     """NVRTC's log without its warnings and remarks: the error blocks (message, source line, caret) and the count."""
     blocks = [b for b in re.split(r"\n\s*\n", log.strip()) if b.strip()]

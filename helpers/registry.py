@@ -144,28 +144,31 @@ RUNGS: tuple[Rung, ...] = (
          **{**_beyond(*_PAIRED), "grid": "tile_list"}),
     Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
-    Rung("10_grouped", "+ grouped tile order for L2", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
-    Rung("10_cluster_rows", "+ 2x1 clusters, B multicast, tiles row by row", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
-    Rung("10_cluster", "+ 2x1 clusters, B multicast, grouped order", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
-    # The ring's fourth stage taken before the TMA store, the other order (ci/bf16_stores.py experiment 6): it pays,
-    # but then leaves the TMA store almost nothing at N = 8192. At rung 07 it cost DRAM traffic at 8192 instead.
-    Rung("10_four_stages", "10_cluster with a 4-stage ring (before the TMA store)", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
+    # Pairs tie the two CTAs' rings together (a slot is free once all four consumers of the pair release it), and
+    # the ring's fourth stage covers that longer round trip: alone, either costs (10_cluster_3_stages,
+    # 10_four_stages; ci/ladder_orders.py measured every combination), so the path takes them as one step.
+    Rung("10_cluster", "+ 2x1 clusters, B multicast, the ring one stage deeper", "gemm_beyond_cublas",
+         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
+    Rung("10_cluster_3_stages", "10_cluster with rung 09's 3-stage ring: the pairs alone", "gemm_beyond_cublas",
+         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
+         **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
+    Rung("10_four_stages", "10_persistent with a 4-stage ring: the fourth stage alone", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond(*_PAIRED)),
+    Rung("10_tma_store", "+ TMA-store epilogue, stmatrix into its buffers", "gemm_beyond_cublas",
+         config={"SCHEDULE": 0, "EPILOGUE": 2}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # 10_tma_store's buffers written with four-byte st.shared instead of stmatrix: what stmatrix replaces.
     Rung("10_sts_store", "10_tma_store writing its buffers with st.shared", "gemm_beyond_cublas",
-         config={"EPILOGUE": 1, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
-    Rung("10_tma_store", "+ TMA-store epilogue, stmatrix into its buffers", "gemm_beyond_cublas",
-         config={"EPILOGUE": 2, "STAGES": 3}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
+         config={"SCHEDULE": 0, "EPILOGUE": 1}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
+    # The grouped order alone, right after persistence: it costs there (no pairs share B yet).
+    Rung("10_grouped", "10_persistent with the grouped tile order", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     # 10_beyond_cublas with its 128 x 256 tile at every shape: where the tile choice acts (N = 1024 to 3072), the step
     # before it; at 4096 and 8192, where the choice keeps that tile, the same kernel.
-    Rung("10_stmatrix", "+ a 4-stage ring, one tile for every shape", "gemm_beyond_cublas",
+    Rung("10_stmatrix", "+ grouped tile order for L2, one tile for every shape", "gemm_beyond_cublas",
          **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # The last step picks a 128 x 192 or 128 x 128 tile where the wave napkin says it finishes first: at full
     # waves they are slower than 128 x 256, so they only win where they fill a last wave that 256 leaves empty.
-    Rung("10_beyond_cublas", "+ a tile per problem shape (the 4-stage ring as 10_stmatrix)", "gemm_beyond_cublas",
+    Rung("10_beyond_cublas", "+ grouped tile order for L2, a tile per problem shape", "gemm_beyond_cublas",
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
          solo_clusters=True,
          **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
@@ -192,12 +195,12 @@ RUNGS: tuple[Rung, ...] = (
 # and 8192 in the recorded run. The others are ablations and variants a chapter compares against: chapter 05's
 # one-idea steps; 08_warp_specialized, whose 128 x 128 tile changes the tile along with the roles (08_same_tile keeps
 # rung 07's tile, so its step is the roles alone); and in chapter 10:
-# - 10_cluster_rows and 10_grouped, the two halves of 10_cluster (pairs sharing B, walked in an order whose patch of
-#   C keeps them in L2). Alone, either costs at one of the two sizes, so the path takes them together.
-# - 10_four_stages, the fourth stage before the TMA store (the other order), and 10_sts_store, the TMA store's
-#   buffers written without stmatrix.
+# - 10_cluster_3_stages and 10_four_stages, the two halves of 10_cluster (pairs sharing B, and the ring's fourth
+#   stage that their longer round trip needs). Alone, either costs, so the path takes them together.
+# - 10_sts_store, the TMA store's buffers written without stmatrix, and 10_grouped, the grouped order right after
+#   persistence, where it costs (it pays once pairs share B).
 # - 10_stmatrix, 10_beyond_cublas with its 128 x 256 tile at every shape. At 4096 and 8192 the tile choice keeps
-#   that tile, so the path's last step is the fourth stage alone there; chapter 10 times the choice where it acts.
+#   that tile, so the path's last step is the grouped order alone there; chapter 10 times the choice where it acts.
 # They stay in RUNGS, drawn apart, off this path.
 MAIN: tuple[str, ...] = (
     "01_naive", "01_coalesced", "01_smem_tiled", "01_blocktile_2d", "01_vectorized", "01_warptiled",

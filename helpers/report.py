@@ -231,10 +231,11 @@ def show_python(obj) -> None:
 
 
 def built_source(r) -> tuple[str, str]:
-    """(label, text) of the source a rung actually compiles: its .cu with the registry's constexpr config applied."""
-    from .compiler import apply_config
+    """(label, text) of the source a rung actually compiles: its .cu with the registry's constexpr config applied and
+    each `if constexpr` switch resolved to the branch the compiler keeps (helpers.compiler.resolve_switches)."""
+    from .compiler import apply_config, resolve_switches
     label = f"kernels/{r.path.name}" + (" with " + ", ".join(f"{k}={v}" for k, v in r.config.items()) if r.config else "")
-    return label, apply_config(r.path.read_text(), r.config)
+    return label, resolve_switches(apply_config(r.path.read_text(), r.config))
 
 
 def show_diff(before: str, after: str) -> None:

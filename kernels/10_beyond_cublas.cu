@@ -1,23 +1,22 @@
 // Rung 10_beyond_cublas: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
 // Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups; here at 40/232 registers,
 // since the tile scheduler's arithmetic needs more than rung 09's 24). C is bf16, rounded from the fp32
-// accumulators as cuBLAS writes it, and neighbouring lanes swap halves so that each store still fills whole 32-byte
-// sectors, as rung 09's 8-byte fp32 stores did (common/epilogue.cuh): with every switch below off, one block per
-// tile (10_bf16_c), that is the only change from rung 09. What changes next, one switch at a time (a constexpr, or
-// for PERSISTENT the launch's grid), in the main path's order, so chapter 10 can time each step on its own:
+// accumulators, and neighbouring lanes swap halves so that each store still fills whole 32-byte sectors, as rung
+// 09's 8-byte fp32 stores did (common/epilogue.cuh): with every switch below off, one block per tile (10_bf16_c),
+// that is the only change from rung 09. Then one step at a time, in the main path's order (a constexpr, or for
+// persistence the launch's grid), so chapter 10 can time each step on its own:
 //   PERSISTENT work: one block per SM walks a list of tiles, so the producer fetches tile i+1 while the
 //     consumers write tile i; the ring's stage index and mbarrier parity run on across tiles.
-//   CLUSTER = 2: two CTAs on neighbouring SMs compute vertically adjacent tiles that need the same B tile. Each
-//     fetches half of it and multicasts to both, so L2 serves B once per pair.
-//   SCHEDULE: the order of that list. Row by row, a wave of 132 tiles spans all of B; grouped, it is a
-//     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them. It pays once pairs
-//     share B; alone (10_grouped) it costs.
-//   STAGES: the ring's depth, derived from the budget (4 stages, also with the C staging buffers); the steps up to
-//     10_tma_store hold it at 3, as rungs 07 to 09 do, and the last step adds the fourth.
+//   CLUSTER = 2 with STAGES from the budget: two CTAs on neighbouring SMs compute vertically adjacent tiles that
+//     need the same B tile. Each fetches half of it and multicasts to both, so L2 serves B once per pair. A slot
+//     is then free only when all four consumers of the pair have released it, and the ring's fourth stage (3 up to
+//     10_persistent, as in rungs 07 to 09) covers that longer round trip.
 //   EPILOGUE = 2: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
 //     64 x 64 chunks through C_BUFFERS buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
 //     Each warp writes its accumulators into those buffers with stmatrix: one instruction moves four 8x8 bf16
 //     matrices (16 bytes per lane); EPILOGUE = 1 (10_sts_store) writes them with four 4-byte stores instead.
+//   SCHEDULE = 1: the order of the tile list. Row by row, a wave of 132 tiles spans all of B; grouped, it is a
+//     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
 // New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
@@ -58,7 +57,7 @@ constexpr int C_BUFFER_BYTES = 64 * C_CHUNK * 2;    // [64, C_CHUNK] bf16, 128B 
 constexpr int C_BUFFERS = 2;                       // staging buffers per consumer: a store drains while the next fills
 constexpr int C_STAGING = (EPILOGUE > 0) * CONSUMERS * C_BUFFERS * C_BUFFER_BYTES;
 constexpr int SMEM_BUDGET = 227 * 1024;
-constexpr int STAGES = (SMEM_BUDGET - 1024 - C_STAGING) / STAGE_BYTES;    // ring depth from what is left
+constexpr int STAGES = (SMEM_BUDGET - 1024 - C_STAGING) / STAGE_BYTES;    // ring depth from what is left (4 here)
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_STAGING + 1024;       // + 1024 to align the ring
 
 constexpr int PRODUCER_REGS = 40;            // the tile scheduler's arithmetic needs more than rung 09's 24
@@ -108,7 +107,11 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
         }
         fence_mbarrier_init();
     }
-    if constexpr (CLUSTER > 1) barrier_cluster_sync(); else __syncthreads();
+    if constexpr (CLUSTER > 1) {
+        barrier_cluster_sync();
+    } else {
+        __syncthreads();
+    }
 
     if (wg == 0) {  // producer warpgroup: one thread issues every copy
         setmaxnreg_dec<PRODUCER_REGS>();
@@ -125,11 +128,12 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
                     const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES, sB = sA + A_TILE * 2;
                     mbarrier_arrive_expect_tx(bar, TX_BYTES);
                     tma_load_2d(sA, &tmA, kt * BK, row0 + rank * BM, bar);
-                    if constexpr (CLUSTER > 1)
+                    if constexpr (CLUSTER > 1) {
                         tma_load_2d_multicast(sB + rank * B_BOX_ROWS * 128, &tmB, kt * BK, col0 + rank * B_BOX_ROWS,
                                               bar, (1 << CLUSTER) - 1);
-                    else
+                    } else {
                         tma_load_2d(sB, &tmB, kt * BK, col0, bar);
+                    }
                 }
             }
         }
@@ -141,10 +145,11 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
         // Free slot s for its next lap in every CTA of the cluster: the partner multicasts into ours too.
         auto release = [&](int s) {
             if (t != 0) return;
-            if constexpr (CLUSTER > 1)
+            if constexpr (CLUSTER > 1) {
                 for (int r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(mapa_shared_cluster(smem_addr(&empty[s]), r));
-            else
+            } else {
                 mbarrier_arrive(smem_addr(&empty[s]));
+            }
         };
         for (int tile = first_tile; tile < tiles; tile += tile_step) {
             int row0, col0;
@@ -198,8 +203,12 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
                 }
             }
         }
-        if (EPILOGUE > 0 && t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
+        if constexpr (EPILOGUE > 0) {
+            if (t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
+        }
     }
     // No CTA leaves while its partner may still arrive on its barriers.
-    if constexpr (CLUSTER > 1) barrier_cluster_sync();
+    if constexpr (CLUSTER > 1) {
+        barrier_cluster_sync();
+    }
 }
