@@ -376,6 +376,8 @@ def test_live_profile_of_a_small_launch(tmp_results):
     assert 0 < e["duration_us"] < 10_000 and e["launches"] == prof.LAUNCHES
     assert 0 < e["tensor_active_pct"] <= 100 and e["registers"] > 0 and e["spill_bytes"] == 0
     assert e["stall_reasons"] and sum(e["stall_reasons"].values()) == pytest.approx(1, abs=0.01)
-    assert e["occupancy_pct"] > 0 and e["dram_bytes"] > 0 and len(e["raw"]) > 50
+    # 1024^2 bf16 operands (4 MB) stay in the 50 MB L2 between launches when ncu does not flush (--cache-control
+    # none): DRAM may read nothing at all (run 2026-11-26T18:01Z-h100 saw 0 bytes), so only its presence is asserted
+    assert e["occupancy_pct"] > 0 and e["dram_bytes"] >= 0 and len(e["raw"]) > 50
     if e["ncu"]["tier"] < 2:  # the lowest tier has only the metrics this H100 recorded before
         assert 500 < e["sm_clock_mhz"] < 2500 and e["l2_tbps"] > 0 and e["smem_tbps"] > 0
