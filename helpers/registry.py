@@ -70,11 +70,10 @@ def _beyond(*sass: str) -> dict:
 _PAIRED = ("SHFL.BFLY", "STG.E.64")
 # Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (ci/tune.py records them at
 # N = 6144 and 12288, where all three tiles fill their waves alike; tests/test_claims.py holds these to that run).
-MID_RATE = 0.97     # 128 x 192: 25% more L2 and shared-memory bytes per FLOP than 128 x 256
-# 128 x 128: 50% more; measured, not derived: no probe says which path binds it (no profile). Runs 11:40Z and
-# 12:35Z measured 0.81-0.83; run 13:27Z (another lease, the first with the bounded mbarrier wait as one PTX loop)
-# 0.85-0.89. Which of the two moved it, no run has separated.
-NARROW_RATE = 0.87
+# Measured, not derived: no probe says which path binds them. Both move from lease to lease: run 13:27Z measured
+# 0.98-0.99 and 0.85-0.89, run 18:01Z 0.934-0.977 and 0.808-0.819; the napkin picks the same tiles with any of them.
+MID_RATE = 0.955    # 128 x 192: 25% more L2 and shared-memory bytes per FLOP than 128 x 256
+NARROW_RATE = 0.815  # 128 x 128: 50% more
 
 RUNGS: tuple[Rung, ...] = (
     Rung("01_naive", "one thread per element, uncoalesced", "sgemm_naive", reuse=None, **_SIMT),
