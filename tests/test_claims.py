@@ -477,15 +477,18 @@ def test_the_hopper_chapters_compare_rungs_as_the_run_measured(data):
     assert says(ch07, f"In the run recorded here the napkin holds at both sizes: ×{gain[4096]:.2f} at N = 4096 and "
                       f"×{gain[8192]:.2f} at 8192")
     assert all(1.125 <= g <= 1.25 for g in gain.values()), gain
-    # the fourth stage, measured apart (07_four_stages): no gain at 4096, about 2% slower at 8192. Run 12:35Z had it
-    # unsteady there (rounds over 486-517); run 13:27Z has it steady (a 3 TFLOP/s IQR), and the prose says so.
+    # the fourth stage, measured apart (07_four_stages): no gain at 4096, slower at 8192. Run 12:35Z had it unsteady
+    # there (rounds over 486-517); run 13:27Z steady and about 2% slower; run 18:01Z about a tenth slower and unsteady
+    # again (rounds over 555.9-617.7), and the prose says so.
     four = {n: data["gemm"][results.gemm_key("07_four_stages", n, n, n)] for n in sizes}
     assert says(ch07, f"({t('07_four_stages', 4096):.1f} against {t('07_tma', 4096):.1f} TFLOP/s)")
     assert t("07_four_stages", 4096) < t("07_tma", 4096)
     lo, hi = four[8192]["tflops_iqr"]
     assert says(ch07, f"a median of {t('07_four_stages', 8192):.1f} TFLOP/s, with rounds spread over {lo:.1f}-{hi:.1f}")
-    assert says(ch07, "at 8192 it is about 2% slower")
-    assert 0.97 < t("07_four_stages", 8192) / t("07_tma", 8192) < 0.99 and hi < four[8192]["tflops"] * 1.01
+    assert says(ch07, "at 8192 it is about a tenth slower and unsteady")
+    assert 0.87 < t("07_four_stages", 8192) / t("07_tma", 8192) < 0.92 and hi - lo > 0.05 * four[8192]["tflops"]
+    assert says(ch07, "Its upper quartile is below rung 07's lower quartile")
+    assert hi < data["gemm"][results.gemm_key("07_tma", 8192, 8192, 8192)]["tflops_iqr"][0]
     ch08 = _markdown("08_warp_specialization.ipynb")
     assert says(ch08, "rung 08 is slower than rung 07 at both sizes, and much slower at N = 8192")
     assert all(t("08_warp_specialized", n) < t("07_tma", n) for n in sizes)
@@ -651,7 +654,7 @@ def test_chapter_08_same_tile_claims_hold(data):
     assert says(text, f"the roles alone make the kernel {roles[4096]:.2f} times as fast\nas rung 07 at N = 4096") \
         or says(text, f"the roles alone make the kernel {roles[4096]:.2f} times as fast as rung 07 at N = 4096")
     assert says(text, f"at 8192 the same comparison gives {roles[8192]:.2f}")
-    assert says(text, "half the tenth the napkin priced") and all(1.04 < r < 1.06 for r in roles.values())
+    assert says(text, "under half the tenth the napkin priced") and all(1.02 < r < 1.05 for r in roles.values())
     rows = {(r, n): data["gemm"][results.gemm_key(r, n, n, n)] for r in ("07_tma", "08_same_tile") for n in (4096, 8192)}
     assert all(rows["08_same_tile", n]["tflops_iqr"][0] > rows["07_tma", n]["tflops_iqr"][1] for n in (4096, 8192))
     shrink = {n: t("08_warp_specialized", n) / t("08_same_tile", n) for n in (4096, 8192)}
@@ -661,7 +664,7 @@ def test_chapter_08_same_tile_claims_hold(data):
     assert says(text, f"runs ahead of it (×{alone[0]:.2f} and ×{alone[1]:.2f})") and all(x > 1.02 for x in alone)
     # the napkin's two models for rung 08 against rung 07: 0.75 if bytes bind, above 1 if latency does
     ratio = t("08_warp_specialized", 4096) / t("07_tma", 4096)
-    assert says(text, "a little nearer the second") and 0.875 < ratio < 1, ratio
+    assert says(text, "a little nearer the first") and 0.75 < ratio < 0.875, ratio
 
 
 def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
