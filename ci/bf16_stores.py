@@ -48,9 +48,28 @@ ROW_STORES = """                for (int i = 0; i < WGMMA_N / 2; i += 2) {
 PAIRED_CALL = "                store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);"
 
 
+# Chapter 10's steps as they were configured when these experiments ran (run 2026-11-26T18:01Z-h100 reordered the
+# path and gave some ids new configurations): each is chapter 10's file with these switches, launched as 10_stmatrix.
+THEN = {"10_cluster_rows": {"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
+        "10_cluster": {"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3},
+        "10_four_stages": {"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0},
+        "10_sts_store": {"EPILOGUE": 1, "STAGES": 3},
+        "10_tma_store": {"EPILOGUE": 2, "STAGES": 3}}
+
+
+def then(step: str) -> str:
+    """A chapter-10 step's source as it was built when these experiments ran."""
+    return apply_config(source("10_stmatrix"), THEN[step]) if step in THEN else source(step)
+
+
+def host(step: str) -> str:
+    """The rung whose launch (grid, operands) runs that source."""
+    return "10_stmatrix" if step in THEN else step
+
+
 def first_built(rung_id: str) -> str:
     """The rung's source with the bf16x2 stores it had before the pairing was adopted."""
-    paired = source(rung_id)
+    paired = then(rung_id)
     assert PAIRED_CALL in paired
     return paired.replace(PAIRED_CALL, ROW_STORES)
 
@@ -71,23 +90,23 @@ def pairs():
                             ("09 writing bf16x2", "#include <cuda_bf16.h>\n" + nine.replace(STORE, BF16X2)))
     yield "10_bf16_c", (("10_bf16_c as built", ten), ("lanes paired, 8 B", source("10_bf16_c")),
                         ("09 as built (fp32 C)", nine, "09_setmaxnreg"))  # the step's predecessor, the same rounds
-    yield "10_four_stages", (("10_four_stages as built", first_built("10_four_stages")),
-                             ("four stages, lanes paired", source("10_four_stages")),
+    yield "10_four_stages", (("10_four_stages as built", first_built("10_four_stages"), host("10_four_stages")),
+                             ("four stages, lanes paired", then("10_four_stages"), host("10_four_stages")),
                              ("10_tma_store as built", tma_store_four_stages(), "10_stmatrix"))
     chain = [("09 as built (fp32 C)", nine, "09_setmaxnreg")]
     for step in ("10_bf16_c", "10_persistent", "10_cluster_rows", "10_cluster", "10_four_stages"):
-        chain.append((f"{step} paired", source(step), step))
+        chain.append((f"{step} paired", then(step), host(step)))
     chain.append(("10_tma_store as built", tma_store_four_stages(), "10_stmatrix"))
     yield "09_setmaxnreg", tuple(chain)
-    yield "10_cluster", (("10_cluster (3 stages)", source("10_cluster")),
-                         ("TMA store, 3 stages", source("10_sts_store"), "10_sts_store"),
-                         ("10_four_stages", source("10_four_stages"), "10_four_stages"),
-                         ("10_tma_store, 4 stages", tma_store_four_stages(), "10_stmatrix"))
+    yield "10_stmatrix", (("10_cluster (3 stages)", then("10_cluster")),
+                          ("TMA store, 3 stages", then("10_sts_store"), host("10_sts_store")),
+                          ("10_four_stages", then("10_four_stages"), host("10_four_stages")),
+                          ("10_tma_store, 4 stages", tma_store_four_stages(), "10_stmatrix"))
     yield "10_persistent", (("10_persistent", source("10_persistent")),
-                            ("TMA store, no clusters", apply_config(source("10_tma_store"), {"CLUSTER": 1, "SCHEDULE": 0}),
-                             "10_tma_store"),
-                            ("10_cluster", source("10_cluster"), "10_cluster"),
-                            ("10_tma_store", source("10_tma_store"), "10_tma_store"))
+                            ("TMA store, no clusters", apply_config(then("10_tma_store"), {"CLUSTER": 1, "SCHEDULE": 0}),
+                             host("10_tma_store")),
+                            ("10_cluster", then("10_cluster"), host("10_cluster")),
+                            ("10_tma_store", then("10_tma_store"), host("10_tma_store")))
 
 
 if __name__ == "__main__":
