@@ -219,27 +219,12 @@ def test_chapter_10_names_the_paired_stores_and_their_measured_gain(monkeypatch)
     four, four_paired, store = "10_four_stages as built", "four stages, lanes paired", "10_tma_store as built"
     assert [round(med[n, four_paired] / med[n, four], 2) for n in (4096, 8192)] == [1.08, 1.05]
     assert [round(med[n, store] / med[n, four_paired], 2) for n in (4096, 8192)] == [1.01, 1.0]
-    assert says(text, "`10_four_stages` runs at 1.08 and 1.05 times its rate as built, and step 4's TMA store then adds "
-                      "only 1.01 times at N = 4096 and 1.002 at 8192, within the rounds' spread (experiment 4)")
+    assert says(text, "(pairs, grouped order, four stages: what `10_four_stages` was then) runs at 1.08 and 1.05 times "
+                      "its rate as built, and the TMA store then adds only 1.01 times at N = 4096 and 1.002 at 8192, "
+                      "within the rounds' spread (experiment 4)")
     assert round(med[8192, store] / med[8192, four_paired], 3) == 1.002
     rounds = _bf16_stores_rounds(4)
     assert min(rounds[8192, store]) < max(rounds[8192, four_paired])  # the two sets of rounds overlap
-
-
-def test_chapter_10_names_what_the_order_of_the_tma_store_and_the_fourth_stage_costs():
-    """Experiment 6 of ci/bf16_stores.py, before the run that took its order: before the fourth stage the TMA store rises
-    at both sizes, and the fourth stage after it too, each clear of the rounds' spread; after it, flat at 8192."""
-    rounds, med = _bf16_stores_rounds(6), _bf16_stores_medians(6)
-    c, t3, f4, t4 = "10_cluster (3 stages)", "TMA store, 3 stages", "10_four_stages", "10_tma_store, 4 stages"
-    f = lambda a, b, n: med[n, b] / med[n, a]  # noqa: E731
-    for a, b in ((c, t3), (t3, t4)):  # the swapped order: every step clear of the spread at both sizes
-        assert all(min(rounds[n, b]) > max(rounds[n, a]) for n in (4096, 8192)), (a, b)
-    assert min(rounds[8192, t4]) < max(rounds[8192, f4])  # the other order: the TMA store within the spread
-    assert all(f(c, t3, n) < f(c, f4, n) and f(f4, t4, n) < f(t3, t4, n) for n in (4096, 8192))  # second gains less
-    text = _markdown("10_beyond_cublas.ipynb")
-    assert says(text, f"Experiment 6 of `ci/bf16_stores.py` found the same in rounds of its own, before this run: taken "
-                      f"first, the TMA store bought ×{f(c, t3, 4096):.3f} and ×{f(c, t3, 8192):.3f}; taken second, "
-                      f"×{f(f4, t4, 4096):.3f} and ×{f(f4, t4, 8192):.3f}")
 
 
 def test_chapter_10_steps_5_and_6_claims_hold(data):
@@ -287,9 +272,13 @@ def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measu
     assert says(text, f"rung 10 went from {was['tflops']:.1f} to {now['tflops']:.1f} TFLOP/s at N = 1024 "
                       f"({was['ratio']:.1%} to {now['ratio']:.1%} of cuBLAS) and from {w2['tflops']:.1f} to "
                       f"{n2['tflops']:.1f} at 2048 ({w2['ratio']:.1%} to {n2['ratio']:.1%})")
-    tile_alone = was["tflops"] / data["gemm"][results.gemm_key("10_stmatrix", 1024, 1024, 1024)]["tflops"]
-    assert says(text, f"the 128 × 128 tile alone, still in pairs, bought {tile_alone:.2f} ({was['tflops']:.1f} TFLOP/s")
-    assert says(text, f"take N = 2048 from {100 * w2['ratio']:.0f}% to {100 * n2['ratio']:.0f}% of cuBLAS and N = 1024 "
+    assert says(text, f"the 128 × 128 tile alone, still in pairs, bought most of it ({was['tflops']:.1f} TFLOP/s)")
+    # this run's rows: clusters of one at both sizes, as the rule says
+    for n in (1024, 2048):
+        e = data["gemm"][results.gemm_key(FINAL, n, n, n)]
+        assert says(text, f"{e['tflops']:.1f} TFLOP/s at 1024 ({e['ratio']:.1%})" if n == 1024 else
+                    f"and {e['tflops']:.1f} at 2048 ({e['ratio']:.1%})")
+    assert says(text, f"took N = 2048 from {100 * w2['ratio']:.0f}% to {100 * n2['ratio']:.0f}% of cuBLAS and N = 1024 "
                       f"from {100 * was['ratio']:.0f}% to {100 * now['ratio']:.0f}%")
     # the profile at 2048: the same kernel in pairs (10_stmatrix) takes longer at a higher clock, reads the same DRAM
     # bytes, and stalls more at barriers
@@ -298,7 +287,7 @@ def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measu
     assert says(text, f"takes {two['duration_us']:.1f} µs against {one['duration_us']:.1f}, at a slightly higher clock "
                       f"({two['sm_clock_mhz']:,.0f} against {one['sm_clock_mhz']:,.0f} MHz)")
     mb = [e["dram_read_bytes"] / 1e6 for e in (one, two)]
-    assert says(text, f"({mb[0]:.1f} and {mb[1]:.1f} MB") and abs(mb[0] / mb[1] - 1) < 0.1
+    assert says(text, f"({mb[0]:.1f} and {mb[1]:.1f} MB") and max(mb) < 10  # "only a few megabytes"
     more = 100 * (two["stall_reasons"]["barrier"] - one["stall_reasons"]["barrier"])
     assert says(text, f"the pairs spend {more:.0f} more points of their stalls")
     assert says(text, f"`barrier` at {100 * two['stall_reasons']['barrier']:.0f}% of its stalls")
@@ -364,8 +353,8 @@ def test_chapter_10_power_and_variant_claims_hold(data):
     assert says(text, f"{sus[0]['pj_per_flop']:.2f} against {sus[0]['cublas_pj_per_flop']:.2f} picojoules per FLOP at "
                       f"N=4096, {sus[1]['pj_per_flop']:.2f} against {sus[1]['cublas_pj_per_flop']:.2f} at 8192")
     pj = [s["pj_per_flop"] / s["cublas_pj_per_flop"] for s in sus]
-    assert 0.99 < pj[0] < 1 < pj[1] < 1.05, pj  # "about the same energy per FLOP": a hair less, then a little more
-    assert says(text, f"spends about the same energy per FLOP as cuBLAS in this run, half a percent less at N=4096 and "
+    assert 1 < pj[0] < 1.01 < pj[1] < 1.05, pj  # "about the same energy per FLOP": a hair more, then a little more
+    assert says(text, f"spends about the same energy per FLOP as cuBLAS in this run, half a percent more at N=4096 and "
                       f"{100 * (pj[1] - 1):.0f}% more at 8192")
     assert says(text, f"behind it by under two points ({100 * sus[0]['ratio']:.1f}% and {100 * sus[1]['ratio']:.1f}%)")
     bursts = [data["gemm"][results.gemm_key(FINAL, s["n"], s["n"], s["n"])][c] for s in sus
@@ -884,7 +873,7 @@ def test_chapter_10_split_k_quotes_its_record(data):
     one = rows[(1024,) * 3]
     assert one["rung 10"]["tile"] == [128, 128] and one["rung 10"]["grid"] == 64
     assert says(text, f"so {SMS - one['rung 10']['grid']} of the {SMS} SMs have nothing to do")
-    assert round(_ratio(data, FINAL, 1024), 3) == 0.748 and says(text, "(0.748 in the book's run)")
+    assert says(text, f"({_ratio(data, FINAL, 1024):.3f} in the book's run)")
     per = 2 * 128 * 128 * 64 / (TENSOR_FLOP_PER_CLK * MAX_SM_CLOCK_HZ) * 1e6   # µs per k tile at the top clock
     assert MAX_SM_CLOCK_HZ == 1.98e9 and says(text, f"about {per:.2f} µs each")
     loop = 16 * per
@@ -892,7 +881,7 @@ def test_chapter_10_split_k_quotes_its_record(data):
                       f"save about {loop / 2:.1f} µs")
     roof = data["ceilings"]["tma_l2_gemm"]["value"]
     each = 128 * 128 * 4 / (roof * 1e12 / 128) * 1e6
-    assert says(text, "(8.78 TB/s), about a microsecond each way") and round(roof, 2) == 8.78 and 0.9 < each < 1.1
+    assert says(text, f"({roof:.2f} TB/s), about a microsecond each way") and 0.9 < each < 1.1
     us = {x: one[x]["us"] for x in ("128 x 128, no split", "SPLITS=2", "SPLITS=3", "SPLITS=4")}
     assert says(text, f"two pieces take {us['SPLITS=2']:.2f} µs against {us['128 x 128, no split']:.2f} for the same "
                       f"kernel unsplit, three {us['SPLITS=3']:.2f} and four {us['SPLITS=4']:.2f}")
