@@ -19,11 +19,11 @@
 #include "common/swizzle.cuh"
 #include "common/wgmma.cuh"
 
-constexpr int WGMMA_N = 64;                  // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
+constexpr int WGMMA_N = 64;                 // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 128;                      // rows of C per block: one 64-row slab per warpgroup
 constexpr int BN = 128;                      // columns of C per block
 constexpr int BK = 64;                       // k per stage: one 128-byte row of bf16, the swizzle atom width
-constexpr int STAGES = 4;                    // tiles in the cp.async ring
+constexpr int STAGES = 4;                    // tiles in the ring
 constexpr int SWIZZLE_MODE = 1;              // descriptor swizzle field: 1 = 128 B, the layout the copies write
 constexpr int WARPGROUPS = BM / 64;
 constexpr int THREADS = 128 * WARPGROUPS;

@@ -15,19 +15,20 @@
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
-constexpr int WGMMA_N = 256;                  // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
+constexpr int WGMMA_N = 256;                 // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 128;                      // rows of C per block: one 64-row slab per warpgroup
 constexpr int BN = 256;                      // columns of C per block
-constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
-constexpr int STAGES = 3;                    // tiles in the ring: rung 06_wgmma_wide's depth
+constexpr int BK = 64;                       // k per stage: one 128-byte row of bf16, the swizzle atom width
+constexpr int STAGES = 3;                    // tiles in the ring
+constexpr int SWIZZLE_MODE = 1;              // descriptor swizzle field: 1 = 128 B, the layout the copies write
 constexpr int WARPGROUPS = BM / 64;
 constexpr int THREADS = 128 * WARPGROUPS;
-constexpr int N_MMAS = BN / WGMMA_N;
-constexpr int A_TILE = BM * BK;              // bf16 elements: the [BM, BK] box of A
-constexpr int B_TILE = BN * BK;              // and the [BN, BK] box of Bt
-constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
+constexpr int N_MMAS = BN / WGMMA_N;         // wgmma per warpgroup per k16 step
+constexpr int A_TILE = BM * BK;              // bf16 elements of one stage's A tile, [BM, BK]
+constexpr int B_TILE = BN * BK;              // and of its B tile, [BN, BK]
+constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;
 constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // what expect_tx announces: exactly the bytes the two boxes bring
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // +1024 to align the ring to a swizzle atom
 
 static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
 static_assert(SMEM_BYTES <= 227 * 1024, "the ring must fit the 227 KiB a block can opt in to");
@@ -37,6 +38,7 @@ gemm_tma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
          int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES];  // one barrier per ring slot: "tile landed"
+    // The swizzle is a function of address bits 4-9, so the ring starts on a 1024-byte boundary.
     const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;  // STAGES x ([BM, BK] A, [BN, BK] B), swizzled
 
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
@@ -48,35 +50,40 @@ gemm_tma(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
     __syncthreads();
 
     // One thread: announce the bytes, then two TMA copies that count them down on the slot's barrier.
-    auto issue = [&](int kt) {
+    auto load_tile = [&](int kt) {
         const int s = kt % STAGES;
         const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES;
         mbarrier_arrive_expect_tx(bar, TX_BYTES);
         tma_load_2d(sA, &tmA, kt * BK, blockIdx.y * BM, bar);
         tma_load_2d(sA + A_TILE * 2, &tmB, kt * BK, blockIdx.x * BN, bar);
     };
-    if (threadIdx.x == 0)
-        for (int kt = 0; kt < STAGES - 1 && kt < tiles; ++kt) issue(kt);
 
-    float acc[N_MMAS][WGMMA_N / 2];
+    float acc[N_MMAS][WGMMA_N / 2];  // this thread's share of the warpgroup's [64, BN] fp32 tile
+
+    if (threadIdx.x == 0)
+        for (int kt = 0; kt < STAGES - 1 && kt < tiles; ++kt) load_tile(kt);
+
     for (int kt = 0; kt < tiles; ++kt) {
         const int s = kt % STAGES;
         mbarrier_wait_parity(smem_addr(&full[s]), (kt / STAGES) & 1);  // parity flips on every lap of the ring
         __syncthreads();  // every warpgroup has finished tile kt-1, so its slot can be refilled
-        if (threadIdx.x == 0 && kt + STAGES - 1 < tiles) issue(kt + STAGES - 1);
+        if (threadIdx.x == 0 && kt + STAGES - 1 < tiles) load_tile(kt + STAGES - 1);
 
-        const unsigned sA = ring + s * STAGE_BYTES + wg * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
+        const unsigned sA = ring + s * STAGE_BYTES + wg * 64 * 128;  // this warpgroup's 64 rows
+        const unsigned sB = ring + s * STAGE_BYTES + A_TILE * 2;
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
+        for (int kk = 0; kk < BK / 16; ++kk)          // 16 k = 32 bytes further along each swizzled row
 #pragma unroll
             for (int j = 0; j < N_MMAS; ++j)
-                wgmma_m64nNk16_bf16<WGMMA_N>(acc[j], wgmma_desc(sA + kk * 32),
-                                             wgmma_desc(sB + j * WGMMA_N * 128 + kk * 32), kt + kk > 0);
+                wgmma_m64nNk16_bf16<WGMMA_N>(acc[j], wgmma_desc(sA + kk * 32, SWIZZLE_MODE),
+                                             wgmma_desc(sB + j * WGMMA_N * 128 + kk * 32, SWIZZLE_MODE), kt + kk > 0);
         wgmma_commit_group();
-        wgmma_wait_group<0>();
+        wgmma_wait_group<0>();  // simplest correct choice: done before the slot can be refilled (rung 08 overlaps)
     }
 
+    // Accumulator layout of m64nNk16: warp w of the warpgroup owns rows 16w..16w+15; register i of 8-column
+    // block i/4 holds row (lane/4) + 8*((i/2)%2), column 2*(lane%4) + i%2 -- the m16n8 layout, N/8 times.
     const int row = blockIdx.y * BM + wg * 64 + (t / 32) * 16 + (t % 32) / 4;
 #pragma unroll
     for (int j = 0; j < N_MMAS; ++j)

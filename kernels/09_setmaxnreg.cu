@@ -18,20 +18,20 @@
 #include "common/wgmma.cuh"
 
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
-constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int WGMMA_N = 256;                 // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 64 * CONSUMERS;           // rows of C per block
 constexpr int BN = 256;                      // columns of C per block
-constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
+constexpr int BK = 64;                       // k per stage: one 128-byte row of bf16, the swizzle atom width
 constexpr int THREADS = 128 * (1 + CONSUMERS);
-constexpr int N_MMAS = BN / WGMMA_N;
+constexpr int N_MMAS = BN / WGMMA_N;         // wgmma per warpgroup per k16 step
 constexpr int B_BOX_ROWS = WGMMA_N;          // B comes in one box per wgmma slice: a TMA box has at most 256 rows
-constexpr int A_TILE = BM * BK;
-constexpr int B_TILE = BN * BK;
+constexpr int A_TILE = BM * BK;              // bf16 elements of one stage's A tile, [BM, BK]
+constexpr int B_TILE = BN * BK;              // and of its B tile, [BN, BK]
 constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
 constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // what expect_tx announces: exactly the bytes the two boxes bring
 constexpr int SMEM_BUDGET = 227 * 1024;             // what one block can opt in to on an H100
 constexpr int STAGES = (SMEM_BUDGET - 1024 - 1024) / STAGE_BYTES;  // ring depth from the budget (alignment, barriers)
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // +1024 to align the ring to a swizzle atom
 
 constexpr int PRODUCER_REGS = 24;            // per thread, after setmaxnreg.dec
 constexpr int CONSUMER_REGS = 240;           // per thread, after setmaxnreg.inc
@@ -62,7 +62,8 @@ gemm_setmaxnreg(const __grid_constant__ TensorMap tmA, const __grid_constant__ T
                       float* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
-    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;
+    // The swizzle is a function of address bits 4-9, so the ring starts on a 1024-byte boundary.
+    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;  // STAGES x ([BM, BK] A, [BN, BK] B), swizzled
 
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
     const int tiles = K / BK;

@@ -41,15 +41,15 @@ constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a
 constexpr int EPILOGUE = 2;                  // 0: registers -> global (8 B a lane), 1: -> shared (st.shared) -> TMA
                                              // store, 2: -> shared (stmatrix) -> TMA store
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
-constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int WGMMA_N = 256;                 // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
 constexpr int BN = 256;                      // columns of C per CTA
-constexpr int BK = 64;                       // k per stage: the 128-byte TMA box width
+constexpr int BK = 64;                       // k per stage: one 128-byte row of bf16, the swizzle atom width
 constexpr int CLUSTER_BM = BM * CLUSTER;     // rows of C per cluster: what M must divide into
 constexpr int B_BOX_ROWS = BN / CLUSTER;     // rows of Bt each CTA of the cluster fetches and multicasts
 constexpr int THREADS = 128 * (1 + CONSUMERS);
-constexpr int A_TILE = BM * BK;
-constexpr int B_TILE = BN * BK;
+constexpr int A_TILE = BM * BK;              // bf16 elements of one stage's A tile, [BM, BK]
+constexpr int B_TILE = BN * BK;              // and of its B tile, [BN, BK]
 constexpr int STAGE_BYTES = (A_TILE + B_TILE) * 2;  // one ring slot
 constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;     // bytes landing in THIS CTA per slot: its A, both halves of B
 constexpr int C_CHUNK = 64;                         // columns per TMA store: 64 bf16 = one 128-byte swizzled row
@@ -93,7 +93,8 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
                    const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
-    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;
+    // The swizzle is a function of address bits 4-9, so the ring starts on a 1024-byte boundary.
+    const unsigned ring = (smem_addr(smem) + 1023) & ~1023u;  // STAGES x ([BM, BK] A, [BN, BK] B), swizzled
     unsigned char* cstage = smem + (ring - smem_addr(smem)) + STAGES * STAGE_BYTES;  // [CONSUMERS][C_BUFFERS]
 
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;

@@ -381,7 +381,8 @@ def test_show_diff_diffs_the_sources_each_rung_builds(capsys):
     assert not any("WGMMA_N = 64" in x or "STAGES = 4" in x or "BN = 128" in x for x in removed), removed
     wgmma_n = [x for x in lines[2:] if "constexpr int WGMMA_N =" in x]
     assert all(x.startswith(" ") and "WGMMA_N = 256;" in x for x in wgmma_n), wgmma_n  # unchanged, if shown at all
-    assert any(x.startswith("-constexpr int STAGES = 3;") for x in removed)  # the ring depth that did change
+    # both rungs run a 3-stage ring: with the config applied the STAGES lines are the same text, not a change
+    assert not any("constexpr int STAGES" in x for x in lines[2:] if x[:1] in "+-"), lines
 
 
 def test_show_diff_shows_an_unchanged_constexpr_as_context(capsys):
