@@ -1146,3 +1146,31 @@ def test_ci_experiment_builds_compile_as_described(ci_script):
         assert (r.grid, c["CLUSTER"], c["SCHEDULE"], c["EPILOGUE"], c["STAGES"]) == (
             "persistent" if "P" in on else "tile_list", 2 if "C" in on else 1, int("S" in on),
             2 if "E" in on else 0, 4 if "F" in on else 3)
+
+
+def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage_as_the_run_measured(data):
+    """Step 2 of chapter 10: the pairs alone (10_cluster_3_stages) and the fourth stage alone (10_four_stages) cost or
+    tie, together (10_cluster) they rise; the counters and the profile it quotes are the recorded ones."""
+    text = _markdown("10_beyond_cublas.ipynb")
+    row = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
+    f = lambda r, n: row(r, n)["tflops"] / row("10_persistent", n)["tflops"]  # noqa: E731
+    P, C3, F, C = "10_persistent", "10_cluster_3_stages", "10_four_stages", "10_cluster"
+    assert says(text, f"the pairs alone cost {100 * (1 - f(C3, 4096)):.1f}% at N = 4096 (×{f(C3, 4096):.3f}) and tie at "
+                      f"8192 (×{f(C3, 8192):.3f})")
+    lo, hi = row(F, 8192)["tflops_iqr"]
+    assert says(text, f"the fourth stage alone ties at both sizes (×{f(F, 4096):.3f} and ×{f(F, 8192):.3f}, its rounds "
+                      f"spread from {lo:.1f} to {hi:.1f} TFLOP/s at 8192)")
+    assert says(text, f"together they rise at both, ×{f(C, 4096):.3f} and ×{f(C, 8192):.3f} over `10_persistent`")
+    # the directions: each half alone below or within the noise of 10_persistent, together above it at both sizes
+    assert row(C3, 4096)["tflops_iqr"][1] < row(P, 4096)["tflops_iqr"][0] and all(f(C3, n) < 1.005 for n in (4096, 8192))
+    assert all(f(F, n) < 1.005 for n in (4096, 8192))
+    assert all(row(C, n)["tflops_iqr"][0] > row(P, n)["tflops_iqr"][1] for n in (4096, 8192))
+    hit = lambda w: f"{_l2(data, w, 8192, 'l2_hit_pct'):.1f}%"  # noqa: E731
+    gb = lambda w: f"{_l2(data, w, 8192, 'dram_read_gb'):.2f}"  # noqa: E731
+    tp = lambda w: f"{_l2(data, w, 8192, 'tensor_pipe_pct'):.1f}%"  # noqa: E731
+    assert says(text, f"lower the L2 hit rate ({hit(P)} to {hit(C3)}), leave the DRAM reads where they were ({gb(P)} to "
+                      f"{gb(C3)} GB), and the tensor pipe falls from {tp(P)} to {tp(C3)} busy")
+    assert says(text, f"With the fourth stage it is {tp(C)}")
+    p = data["profiles"][f"{P}@8192"]
+    roof = data["ceilings"]["tma_l2_gemm"]["value"]
+    assert says(text, f"{p['l2_tbps']:.2f} TB/s, {100 * p['l2_tbps'] / roof:.0f}% of it)") and p["l2_tbps"] > 0.97 * roof
