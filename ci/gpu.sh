@@ -2,8 +2,9 @@
 # Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
 # chapter notebooks executed in place (their outputs are what the book shows). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [probes] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
-#   [profile] [pingpong] [splitk] [fp8_promoted] [clusters] [wgmma_issue] [small_tiles] [ladder_orders] (default:
-#   all but `profile` and the last seven, experiments outside the run; chapters 10 and 12 replay what `tune` records).
+#   [profile] [pingpong] [splitk] [fp8_promoted] [clusters] [wgmma_issue] [small_tiles] [ladder_orders] [bf16_c_8192]
+#   (default: all but `profile` and the last eight, experiments outside the run; chapters 10 and 12 replay what `tune`
+#   records).
 #   A 10-minute call fits about half of the default steps. Timed on the H100 on 2026-11-22 (run 03:29Z): tests
 #   108 s, sanitize 193 s (every rung), ceilings 20 s, crosscheck 39 s, banks 14 s, l2 109 s, ladder 134 s, tune 43 s,
 #   notebooks 277 s. So:
@@ -103,6 +104,9 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     # ci/ladder_orders.py's experiment, outside the run (results/ladder_orders.json): chapter 10's five switches as a
     # lattice of 32 builds, timed together at 4096 and 8192, and every order of the steps read off it
     ladder_orders) python3 ci/ladder_orders.py 2>&1 | tee "$LOGS/ladder_orders.log" || status=1 ;;
+    # ci/bf16_c_8192.py's experiment, outside the run (results/bf16_c_8192.json): rung 09 and 10_bf16_c profiled three
+    # times each at 8192 (DRAM bytes per launch), and 10_bf16_c beside 10_persistent in three sets of rounds
+    bf16_c_8192) python3 ci/bf16_c_8192.py 2>&1 | tee "$LOGS/bf16_c_8192.log" || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose

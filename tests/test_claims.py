@@ -1174,3 +1174,22 @@ def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage_as_the_run_meas
     p = data["profiles"][f"{P}@8192"]
     roof = data["ceilings"]["tma_l2_gemm"]["value"]
     assert says(text, f"{p['l2_tbps']:.2f} TB/s, {100 * p['l2_tbps'] / roof:.0f}% of it)") and p["l2_tbps"] > 0.97 * roof
+
+
+def test_chapter_10_quotes_the_bf16_c_dram_experiment():
+    """ci/bf16_c_8192.py (outside the run): three profiles each of rung 09 and 10_bf16_c at 8192, and 10_bf16_c beside
+    10_persistent in three sets of rounds; chapter 10 quotes the spread of each."""
+    rec = json.loads((ROOT / "results" / "bf16_c_8192.json").read_text())
+    gb = {rid: [p["dram_read_bytes"] / 1e9 for p in v] for rid, v in rec["profiles"].items()}
+    assert len(gb["09_setmaxnreg"]) == len(gb["10_bf16_c"]) == 3 and len(rec["time"]) == 3
+    nine = {f"{x:.2f}" for x in gb["09_setmaxnreg"]}
+    assert len(nine) == 1 and min(gb["10_bf16_c"]) > 1.2 * max(gb["09_setmaxnreg"])  # "always more"
+    assert len({f"{x:.2f}" for x in gb["10_bf16_c"]}) == 3  # "never the same"
+    width = lambda rid: [s[rid]["iqr"][1] - s[rid]["iqr"][0] for s in rec["time"]]  # noqa: E731
+    assert min(width("10_bf16_c")) > max(width("10_persistent"))
+    text = _markdown("10_beyond_cublas.ipynb")
+    assert says(text, f"rung 09 read {nine.pop()} GB from DRAM every time, `10_bf16_c` {min(gb['10_bf16_c']):.2f}-"
+                      f"{max(gb['10_bf16_c']):.2f} GB, always more and never the same")
+    assert says(text, f"its upper quartile sat {min(width('10_bf16_c')):.1f} to {max(width('10_bf16_c')):.1f} TFLOP/s "
+                      f"above its lower one, against {min(width('10_persistent')):.1f} to "
+                      f"{max(width('10_persistent')):.1f} for the persistent kernel")
