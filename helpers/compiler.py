@@ -228,47 +228,47 @@ def resolve_switches(source: str) -> str:
     variants are switches of one file, so a diff of the config-applied text alone would show a constant flip
     where the compiler adds or drops a whole branch. Braceless branches and conditions on anything else stay."""
     consts = read_consts(source)
-    pos = 0
-    while (m := re.compile(r"^([ \t]*)if constexpr \(", re.M).search(source, pos)):
-        indent, start, branches, i = m.group(1), m.start(), [], m.end() - 1
+    head, pos = re.compile(r"^([ \t]*)if constexpr \(", re.M), 0
+    while (m := head.search(source, pos)):
+        indent, start, i = m.group(1), m.start(), m.end() - 1
+        branches, end, whole = [], start, True
         while True:  # the chain: if constexpr (c) {..} [else if constexpr (c) {..}]* [else {..}]
             close = _matching(source, i, "(", ")")
-            cond, brace = source[i + 1:close - 1], source.find("{", close)
-            if source[close:brace].strip():
+            brace = source.find("{", close)
+            if brace < 0 or source[close:brace].strip():  # a braceless branch: the chain stays as written
+                whole = False
                 break
             end = _matching(source, brace, "{", "}")
-            branches.append((cond, source[brace + 1:end - 1]))
+            branches.append((source[i + 1:close - 1], source[brace + 1:end - 1]))
             rest = re.match(r"\s*else\s+(if constexpr \(|\{)", source[end:])
             if not rest:
                 break
             if rest.group(1) == "{":
                 brace = end + rest.end() - 1
-                tail = _matching(source, brace, "{", "}")
-                branches.append(("1", source[brace + 1:tail - 1]))
-                end = tail
+                end = _matching(source, brace, "{", "}")
+                branches.append(("1", source[brace + 1:end - 1]))
                 break
             i = end + rest.end() - 1
         try:
             taken = next((body for cond, body in branches
                           if eval(_python_expr(cond).replace("&&", " and ").replace("||", " or "),
                                   {"__builtins__": {}}, dict(consts))), "")
-        except Exception:  # noqa: BLE001 - a condition on something else: leave the branch to the compiler
+        except Exception:  # noqa: BLE001 - a condition on something else: leave the chain to the compiler
+            whole = False
+        if not whole:
             pos = m.end()
             continue
-        if not branches or source[start:end].count("if constexpr") < len([c for c, _ in branches if c != "1"]):
-            pos = m.end()
-            continue
-        line_end = source.find("\n", end)
-        line_end = len(source) if line_end < 0 else line_end
-        lines = [ln for ln in taken.split("\n")]
+        lines = taken.split("\n")
         while lines and not lines[0].strip():
             lines.pop(0)
         while lines and not lines[-1].strip():
             lines.pop()
-        body = [ln if ln.startswith("#") else ln[4:] if ln.startswith(indent + "    ") else indent + ln.strip()
-                for ln in lines]
+        # one level out; preprocessor lines keep their column
+        kept = "\n".join(ln if ln.startswith("#") else ln[4:] if ln.startswith(indent + "    ") else indent + ln.strip()
+                         for ln in lines)
+        line_end = source.find("\n", end)
+        line_end = len(source) if line_end < 0 else line_end
         after = source[end:line_end]  # e.g. a comment after the closing brace
-        kept = "\n".join(body)
         source = source[:start] + kept + (after if after.strip() else "") + source[line_end:] if kept else \
             source[:start].rstrip(" \t") + source[line_end + 1:]
         pos = start

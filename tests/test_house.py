@@ -415,3 +415,27 @@ def test_clusters_of_one_where_no_cta_takes_a_second_tile(n, tile, sms, alone):
     assert solo(n, n, *tile, sms) is alone
     assert rung(FINAL).solo_clusters and rung("12_fp8").solo_clusters
     assert not any(r.solo_clusters for r in RUNGS if r.id not in (FINAL, "12_fp8"))
+
+
+def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
+    # Chapter 10's rungs are switches of one file: a rung's diff shows the branch its constants select. A chain of
+    # if constexpr / else if constexpr / else resolves to one body, one level out; a braceless branch and a condition
+    # on anything but the file's constants stay as written.
+    from helpers.compiler import resolve_switches
+    src = ("constexpr int MODE = 1;\n"
+           "void f(int t) {\n"
+           "    if constexpr (MODE == 0) {\n        a();\n    } else if constexpr (MODE == 1) {\n        b();  // why\n"
+           "#pragma unroll\n        c();\n    } else {\n        d();\n    }\n"
+           "    if constexpr (MODE > 1 && MODE < 4) {\n        e();\n    }\n"
+           "    if constexpr (MODE) g(); else h();\n"
+           "    if constexpr (sizeof(int) == t) {\n        k();\n    }\n"
+           "}\n")
+    out = resolve_switches(src)
+    assert "    b();  // why\n#pragma unroll\n    c();\n" in out
+    assert not any(x in out for x in ("a();", "d();", "e();", "MODE == 0", "MODE > 1"))
+    assert "    if constexpr (MODE) g(); else h();\n" in out and "if constexpr (sizeof(int) == t) {" in out
+    from helpers.registry import rung
+    from helpers.report import built_source
+    built = built_source(rung("10_persistent"))[1]  # CLUSTER = 1, EPILOGUE = 0: no multicast, no TMA store
+    assert "tma_load_2d_multicast(" not in built and "tma_store_2d(" not in built and "if constexpr (" not in built
+    assert "tma_load_2d(sB, &tmB" in built and "store_accumulators_paired<WGMMA_N>(" in built
