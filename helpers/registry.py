@@ -144,7 +144,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     # Pairs tie the two CTAs' rings together (a slot is free once all four consumers of the pair release it), and
-    # the ring's fourth stage covers that longer round trip: alone, either costs (10_cluster_3_stages,
+    # the ring's fourth stage covers that longer round trip: alone, either costs or ties (10_cluster_3_stages,
     # 10_four_stages; ci/ladder_orders.py measured every combination), so the path takes them as one step.
     Rung("10_cluster", "+ 2x1 clusters, B multicast, the ring one stage deeper", "gemm_beyond_cublas",
          config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
