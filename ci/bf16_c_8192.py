@@ -1,14 +1,20 @@
-"""Why 10_bf16_c ties rung 09 at N = 8192 in run 2026-11-26T18:01Z-h100 (issue "ladder"), an experiment outside the
+"""Why chapter 10 makes its blocks persistent before it writes C in bf16 (issue "ladder"), an experiment outside the
 book's run; results/bf16_c_8192.json keeps its output.
 
-    python ci/bf16_c_8192.py profiles   three Nsight Compute profiles each of 09_setmaxnreg and 10_bf16_c at 8192:
-                                        DRAM bytes read, L2 hit rate, duration and clock of each launch
-    python ci/bf16_c_8192.py time       10_bf16_c beside 10_persistent (both bf16 C) in three sets of rounds
+    python ci/bf16_c_8192.py profiles   three Nsight Compute profiles each of 09_setmaxnreg and 10_bf16_c_per_tile at
+                                        8192: DRAM bytes read, L2 hit rate, duration and clock of each launch
+    python ci/bf16_c_8192.py time       10_bf16_c_per_tile beside 10_bf16_c (both bf16 C, the second persistent) in
+                                        three sets of rounds
+    python ci/bf16_c_8192.py causes     which difference from rung 09 brings the DRAM bytes: rung 09 with a 1-CTA
+                                        cluster launch, rung 09 writing bf16 C, 10_bf16_c_per_tile with and without
+                                        its cluster launch, and the persistent kernel with either C; two profiles each
+    python ci/bf16_c_8192.py order      rung 09, rung 09 writing bf16 C, 10_bf16_c_per_tile, 10_persistent (fp32 C)
+                                        and 10_bf16_c in the same rounds at 4096 and 8192, twice each
 
-Why: in the run, 10_bf16_c's rounds spread over 690.8-706.3 TFLOP/s at 8192, and both of its profiled launches read
-about half again as much from DRAM as rung 09 (3.20 and 3.51 GB against 2.31), where run 13:27Z had them level. If
-the DRAM bytes move from launch to launch, the one-block-per-tile launch (the hardware picks the order tiles run in) is
-the likely cause, and persistence (the kernel's own order) takes it away.
+Why: in run 2026-11-26T18:01Z-h100 the main path went from rung 09 to bf16 C with one block per tile (today's
+10_bf16_c_per_tile), then to persistence, and the bf16 step tied at 8192: its rounds spread over 690.8-706.3 TFLOP/s,
+and its profiled launches read 3.20 and 3.51 GB from DRAM against rung 09's 2.31. A one-block-per-tile launch leaves
+the order tiles run in to the hardware; a persistent one walks the kernel's own list.
 """
 import os
 import sys
@@ -29,7 +35,7 @@ KEEP = ("duration_us", "sm_clock_mhz", "dram_read_bytes", "dram_write_bytes", "l
 
 def profiles() -> dict:
     out = {}
-    for rid in ("09_setmaxnreg", "10_bf16_c"):
+    for rid in ("09_setmaxnreg", "10_bf16_c_per_tile"):
         out[rid] = []
         for i in range(REPEATS):
             e = collect(rung(rid), N)
@@ -42,17 +48,118 @@ def profiles() -> dict:
 def time_sets() -> list:
     sets = []
     for i in range(REPEATS):
-        row = bench_launches({rid: prepare(rid, N, N, N) for rid in ("10_bf16_c", "10_persistent")})
+        row = bench_launches({rid: prepare(rid, N, N, N) for rid in ("10_bf16_c_per_tile", "10_bf16_c")})
         sets.append(row)
         print(f"set {i}: " + "  ".join(f"{rid} {row[rid]['tflops']:.1f} (IQR {row[rid]['iqr'][0]:.1f}-"
-                                       f"{row[rid]['iqr'][1]:.1f})" for rid in ("10_bf16_c", "10_persistent")),
+                                       f"{row[rid]['iqr'][1]:.1f})" for rid in ("10_bf16_c_per_tile", "10_bf16_c")),
               flush=True)
     return sets
 
 
+# Variants of the kernels, each with one of their differences (patched sources; the files stay as the run builds them).
+CLUSTER_DIMS = ('extern "C" __global__ void __launch_bounds__',
+                'extern "C" __global__ void __cluster_dims__(1, 1, 1) __launch_bounds__')
+BF16_C = (
+    ('#include "common/mbarrier.cuh"', '#include "common/epilogue.cuh"\n#include "common/mbarrier.cuh"'),
+    ("float* __restrict__ C, int M", "__nv_bfloat16* __restrict__ C, int M"),
+    ("""        const int row = blockIdx.y * BM + c * 64 + (t / 32) * 16 + (t % 32) / 4;
+#pragma unroll
+        for (int j = 0; j < N_MMAS; ++j)
+#pragma unroll
+            for (int i = 0; i < WGMMA_N / 2; i += 2) {
+                const int r = row + 8 * ((i / 2) % 2);
+                const int col = blockIdx.x * BN + j * WGMMA_N + 8 * (i / 4) + 2 * (t % 4);
+                *reinterpret_cast<float2*>(&C[r * N + col]) = make_float2(acc[j][i], acc[j][i + 1]);
+            }
+""", """        const int row = blockIdx.y * BM + c * 64 + (t / 32) * 16;
+#pragma unroll
+        for (int j = 0; j < N_MMAS; ++j)
+            store_accumulators_paired<WGMMA_N>(C + (size_t)row * N + blockIdx.x * BN + j * WGMMA_N, N, acc[j], t % 32);
+"""))
+NO_CLUSTER_DIMS = ("__cluster_dims__(CLUSTER, 1, 1) ", "")
+
+
+def patched(rid: str, *edits) -> str:
+    text = rung(rid).path.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, (rid, old[:60])
+        text = text.replace(old, new)
+    return text
+
+
+def variants() -> dict:
+    """name -> (rung id, source or None): each profiled with the C its rung's launch allocates (rung 09's fp32 C
+    is twice what its bf16 patch writes)."""
+    return {"09_setmaxnreg": ("09_setmaxnreg", None),
+            "09_cluster_launch": ("09_setmaxnreg", patched("09_setmaxnreg", CLUSTER_DIMS)),
+            "09_bf16_c": ("09_setmaxnreg", patched("09_setmaxnreg", *BF16_C)),
+            "10_bf16_c_per_tile": ("10_bf16_c_per_tile", None),
+            "10_bf16_c_per_tile_no_cluster_launch": ("10_bf16_c_per_tile",
+                                                     patched("10_bf16_c_per_tile", NO_CLUSTER_DIMS)),
+            "10_persistent": ("10_persistent", None),
+            "10_bf16_c": ("10_bf16_c", None)}
+
+
+def causes() -> dict:
+    """Each variant profiled twice at 8192: DRAM bytes read, L2 hit rate, duration and clock of each launch."""
+    out = {}
+    for name, (rid, text) in variants().items():
+        config = {}
+        if text is not None:
+            path = f"/tmp/bf16_c_8192_{name}.cu"
+            open(path, "w").write(text)
+            config = {"source_file": path}
+        out[name] = []
+        for i in range(2):
+            e = collect(rung(rid), N, config=dict(config))
+            out[name].append({k: e.get(k) for k in KEEP})
+            print(f"{name} launch {i}: {e['dram_read_bytes'] / 1e9:.2f} GB read, L2 hit {e.get('l2_hit_pct')}, "
+                  f"{e['duration_us']:.1f} us at {e['sm_clock_mhz']:.0f} MHz", flush=True)
+    return out
+
+
+def order() -> dict:
+    """Persistence before bf16 C, or after: rung 09, rung 09 writing bf16 C, 10_bf16_c_per_tile, 10_persistent
+    (fp32 C) and 10_bf16_c, in the same rounds at 4096 and 8192, twice each. Each writes a C of its own dtype."""
+    from helpers.gpu import require_live
+    from helpers.timing import input_sets_for, time_gpu
+    builds = {"09_setmaxnreg": ("09_setmaxnreg", None, "fp32"),
+              "09_bf16_c": ("09_setmaxnreg", patched("09_setmaxnreg", *BF16_C), "bf16"),
+              "10_bf16_c_per_tile": ("10_bf16_c_per_tile", None, "bf16"),
+              "10_persistent": ("10_persistent", None, "fp32"),
+              "10_bf16_c": ("10_bf16_c", None, "bf16")}
+    out = {}
+    for n in (4096, 8192, 4096, 8192):
+        launches = {name: prepare(rid, n, n, n, source=text) for name, (rid, text, _) in builds.items()}
+        first = launches["09_setmaxnreg"]
+        inputs = [first.inputs() for _ in range(input_sets_for(n, n, n, 2, require_live().l2_bytes))]
+        cs = {"fp32": first.output(), "bf16": launches["10_bf16_c"].output()}  # NaN-poisoned, one per dtype
+        contenders = {}
+        for name, lau in launches.items():
+            kind = builds[name][2]
+            args = []
+            for a, b in inputs:
+                got = list(lau.kernel.args(a, b, cs["bf16"]))  # rung 10's C map is bf16 whatever C is
+                if kind == "fp32":
+                    got[2 + (lau.rung.operands == "tensor_maps_c")] = cs["fp32"]
+                args.append(tuple(got))
+            contenders[name] = (lambda lau, args: lambda i: lau.enqueue(args[i % len(args)]))(lau, args)
+        got = time_gpu(contenders, first.flops)
+        row = {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr), "sm_clock_mhz": t.sm_clock_mhz,
+                      "power_w": t.power_w} for name, t in got.items()}
+        out.setdefault(str(n), []).append(row)
+        print(f"{n}: " + "  ".join(f"{name} {row[name]['tflops']:.1f} ({row[name]['iqr'][0]:.1f}-"
+                                   f"{row[name]['iqr'][1]:.1f})" for name in builds), flush=True)
+    return out
+
+
 if __name__ == "__main__":
-    what = sys.argv[1:] or ["profiles", "time"]
+    what = sys.argv[1:] or ["profiles", "time", "causes", "order"]
     if "profiles" in what:
         record_part(RECORD, "profiles", profiles())
     if "time" in what:
         record_part(RECORD, "time", time_sets())
+    if "causes" in what:
+        record_part(RECORD, "causes", causes())
+    if "order" in what:
+        record_part(RECORD, "order", order())

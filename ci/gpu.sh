@@ -104,9 +104,10 @@ for cid in CEILINGS: print(ceiling(cid))" 2>&1 | tee "$LOGS/ceilings.log" || sta
     # ci/ladder_orders.py's experiment, outside the run (results/ladder_orders.json): chapter 10's five switches as a
     # lattice of 32 builds, timed together at 4096 and 8192, and every order of the steps read off it
     ladder_orders) python3 ci/ladder_orders.py 2>&1 | tee "$LOGS/ladder_orders.log" || status=1 ;;
-    # ci/bf16_c_8192.py's experiment, outside the run (results/bf16_c_8192.json): rung 09 and 10_bf16_c profiled three
-    # times each at 8192 (DRAM bytes per launch), and 10_bf16_c beside 10_persistent in three sets of rounds
-    bf16_c_8192) python3 ci/bf16_c_8192.py 2>&1 | tee "$LOGS/bf16_c_8192.log" || status=1 ;;
+    # ci/bf16_c_8192.py's experiment, outside the run (results/bf16_c_8192.json): why persistence comes before bf16
+    # C. DRAM bytes per launch at 8192 of rung 09, 10_bf16_c_per_tile and their variants; timings at 4096 and 8192
+    bf16_c_8192) python3 ci/bf16_c_8192.py profiles time causes order 2>&1 | tee "$LOGS/bf16_c_8192.log" \
+                   || status=1 ;;
     notebooks) python3 ci/execute.py 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 ci/prune_results.py "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compiler import Build, apply_config, build
-from .formats import FP8
+from .formats import FP8, cp_dtype
 from .gpu import launch_arch, require_live
 from .registry import Probe, Rung, lookup
 
@@ -151,8 +151,10 @@ class Kernel:
             # CTAs along N share it: ci/clusters.py).
             maps = (tensor_map_2d(a, self.consts.get("A_BOX_ROWS", self.tile[0]), box_k, dtype=r.dtype),
                     tensor_map_2d(b, self.consts.get("B_BOX_ROWS", self.tile[1]), box_k, dtype=r.dtype))
-            if r.operands == "tensor_maps_c":  # C is written back by TMA stores in [64, C_CHUNK] boxes
-                maps += (tensor_map_2d(c, 64, self.consts["C_CHUNK"], dtype=r.out_dtype),)
+            if r.operands == "tensor_maps_c":  # C is written back by TMA stores in [64, C_CHUNK] bf16 boxes. An fp32-C
+                # build (10_persistent) stores with st.global and never reads the map: it covers C's bytes as bf16.
+                cmap = c if r.out_dtype == "bf16" else c.view(cp_dtype("bf16"))
+                maps += (tensor_map_2d(cmap, 64, self.consts["C_CHUNK"], dtype="bf16"),)
             return (*maps, c, *mnk)
         return (a, b, c, *mnk)
 

@@ -60,7 +60,7 @@ def _hopper(*sass: str, tma: bool = False) -> dict:
 
 
 def _beyond(*sass: str) -> dict:
-    """Chapter 10: one persistent kernel file, its steps switched on by constexprs; bf16 C like cuBLAS."""
+    """Chapter 10: one persistent kernel file, its steps switched on by constexprs; bf16 C like cuBLAS (from 10_bf16_c)."""
     return dict(_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", *sass, tma=True),
                 dtype="bf16", out_dtype="bf16", file="10_beyond_cublas", grid="persistent",
                 operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"})
@@ -137,12 +137,21 @@ RUNGS: tuple[Rung, ...] = (
     Rung("09_wide", "setmaxnreg 24/240 on the 128x320 tile: no spill", "gemm_setmaxnreg", dtype="bf16",
          divides=_TILED, file="09_setmaxnreg", config={"WGMMA_N": 160, "BN": 320, "STAGES": 3},
          **_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x160x16.F32.BF16", tma=True)),
-    # Rung 09's kernel as chapter 10's file builds it, one block per tile: the only change is C, written as bf16.
-    Rung("10_bf16_c", "rung 09 writing bf16 C, one block per tile", "gemm_beyond_cublas",
+    # Rung 09's kernel as chapter 10's file builds it with every switch off: the one change is persistence (C stays
+    # fp32, as rung 09 writes it); then C written as bf16, as cuBLAS writes it. Persistence comes first because a
+    # one-block-per-tile launch leaves the tile order to the hardware, and with bf16 C its DRAM reads at 8192 moved
+    # from launch to launch (2.3 to 3.5 GB against rung 09's steady 2.31; results/bf16_c_8192.json).
+    Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
+         config={"C_BF16": 0, "CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
+         **{**_beyond("STG.E.64"), "out_dtype": "fp32",
+            "sass_lacks": (*_beyond()["sass_lacks"], "SHFL.BFLY")}),
+    Rung("10_bf16_c", "+ C written as bf16, as cuBLAS writes it", "gemm_beyond_cublas",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
+    # 10_bf16_c launched as rung 09 is, one block per tile (a 1-D grid in rung 09's row order): bf16 C without
+    # persistence, the order this chapter's steps had until run 2026-11-26T18:01Z-h100 (ci/bf16_c_8192.py).
+    Rung("10_bf16_c_per_tile", "10_bf16_c launched one block per tile, as rung 09", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
          **{**_beyond(*_PAIRED), "grid": "tile_list"}),
-    Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     # Pairs tie the two CTAs' rings together (a slot is free once all four consumers of the pair release it), and
     # the ring's fourth stage covers that longer round trip: alone, either costs or ties (10_cluster_3_stages,
     # 10_four_stages; ci/ladder_orders.py measured every combination), so the path takes them as one step.
@@ -151,15 +160,15 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_cluster_3_stages", "10_cluster with rung 09's 3-stage ring: the pairs alone", "gemm_beyond_cublas",
          config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
          **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
-    Rung("10_four_stages", "10_persistent with a 4-stage ring: the fourth stage alone", "gemm_beyond_cublas",
+    Rung("10_four_stages", "10_bf16_c with a 4-stage ring: the fourth stage alone", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond(*_PAIRED)),
     Rung("10_tma_store", "+ TMA-store epilogue, stmatrix into its buffers", "gemm_beyond_cublas",
          config={"SCHEDULE": 0, "EPILOGUE": 2}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # 10_tma_store's buffers written with four-byte st.shared instead of stmatrix: what stmatrix replaces.
     Rung("10_sts_store", "10_tma_store writing its buffers with st.shared", "gemm_beyond_cublas",
          config={"SCHEDULE": 0, "EPILOGUE": 1}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
-    # The grouped order alone, right after persistence: it costs there (no pairs share B yet).
-    Rung("10_grouped", "10_persistent with the grouped tile order", "gemm_beyond_cublas",
+    # The grouped order alone, right after persistence and bf16 C: it costs there (no pairs share B yet).
+    Rung("10_grouped", "10_bf16_c with the grouped tile order", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     # 10_beyond_cublas with its 128 x 256 tile at every shape: where the tile choice acts (N = 1024 to 3072), the step
     # before it; at 4096 and 8192, where the choice keeps that tile, the same kernel.
@@ -194,10 +203,12 @@ RUNGS: tuple[Rung, ...] = (
 # and 8192 in the recorded run. The others are ablations and variants a chapter compares against: chapter 05's
 # one-idea steps; 08_warp_specialized, whose 128 x 128 tile changes the tile along with the roles (08_same_tile keeps
 # rung 07's tile, so its step is the roles alone); and in chapter 10:
+# - 10_bf16_c_per_tile, bf16 C without persistence: one block per tile leaves the tile order to the hardware, and
+#   its DRAM reads moved from launch to launch, so the path makes the blocks persistent first.
 # - 10_cluster_3_stages and 10_four_stages, the two halves of 10_cluster (pairs sharing B, and the ring's fourth
 #   stage that their longer round trip needs). Alone, either costs, so the path takes them together.
 # - 10_sts_store, the TMA store's buffers written without stmatrix, and 10_grouped, the grouped order right after
-#   persistence, where it costs (it pays once pairs share B).
+#   persistence and bf16 C, where it costs (it pays once pairs share B).
 # - 10_stmatrix, 10_beyond_cublas with its 128 x 256 tile at every shape. At 4096 and 8192 the tile choice keeps
 #   that tile, so the path's last step is the grouped order alone there; chapter 10 times the choice where it acts.
 # They stay in RUNGS, drawn apart, off this path.
@@ -205,7 +216,7 @@ MAIN: tuple[str, ...] = (
     "01_naive", "01_coalesced", "01_smem_tiled", "01_blocktile_2d", "01_vectorized", "01_warptiled",
     "02_wmma_naive", "02_wmma_smem", "03_mma_sync", "04_swizzle", "05_cp_async",
     "06_wgmma_m64n64", "06_wgmma_wide", "07_tma", "08_same_tile", "09_setmaxnreg",
-    "10_bf16_c", "10_persistent", "10_cluster", "10_tma_store", "10_beyond_cublas", "12_fp8",
+    "10_persistent", "10_bf16_c", "10_cluster", "10_tma_store", "10_beyond_cublas", "12_fp8",
 )
 
 @dataclass(frozen=True)

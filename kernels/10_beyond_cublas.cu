@@ -1,16 +1,15 @@
 // Rung 10_beyond_cublas: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
 // Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups; here at 40/232 registers,
-// since the tile scheduler's arithmetic needs more than rung 09's 24). C is bf16, rounded from the fp32
-// accumulators, and neighbouring lanes swap halves so that each store still fills whole 32-byte sectors, as rung
-// 09's 8-byte fp32 stores did (common/epilogue.cuh): with every switch below off, one block per tile (10_bf16_c),
-// that is the only change from rung 09. Then one step at a time, in the main path's order (a constexpr, or for
-// persistence the launch's grid), so chapter 10 can time each step on its own:
-//   PERSISTENT work: one block per SM walks a list of tiles, so the producer fetches tile i+1 while the
-//     consumers write tile i; the ring's stage index and mbarrier parity run on across tiles.
+// since the tile loop's arithmetic needs more than rung 09's 24). One file for chapter 10's steps, each a switch
+// below, in the main path's order, so the chapter can time each on its own. With every switch off (10_persistent)
+// the one change from rung 09 is persistence: one block per SM walks a list of tiles, so the producer fetches tile
+// i+1 while the consumers write tile i, and the ring's stage index and mbarrier parity run on across tiles.
+//   C_BF16 = 1: C is bf16, rounded from the fp32 accumulators, and neighbouring lanes swap halves so that each
+//     store still fills whole 32-byte sectors, as the 8-byte fp32 stores did (common/epilogue.cuh).
 //   CLUSTER = 2 with STAGES from the budget: two CTAs on neighbouring SMs compute vertically adjacent tiles that
 //     need the same B tile. Each fetches half of it and multicasts to both, so L2 serves B once per pair. A slot
 //     is then free only when all four consumers of the pair have released it, and the ring's fourth stage (3 up to
-//     10_persistent, as in rungs 07 to 09) covers that longer round trip.
+//     10_bf16_c, as in rungs 07 to 09) covers that longer round trip.
 //   EPILOGUE = 2: accumulators go to shared memory as bf16 and the copy engine stores them (TMA store), in
 //     64 x 64 chunks through C_BUFFERS buffers per consumer, ordered by fence.proxy.async and bulk-group waits.
 //     Each warp writes its accumulators into those buffers with stmatrix: one instruction moves four 8x8 bf16
@@ -22,7 +21,7 @@
 // New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
 // tma_store_2d, cp.async.bulk commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
 //
-// C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 row-major (tensor map and pointer);
+// C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 (or fp32) row-major (map and pointer);
 // M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use (the host asks the driver).
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
@@ -35,6 +34,7 @@
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
+constexpr int C_BF16 = 1;                    // 0: C fp32, as rungs 06 to 09 write it; 1: C bf16, as cuBLAS does
 constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they share the B tile
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
@@ -71,6 +71,11 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
+static_assert(C_BF16 == 1 || EPILOGUE == 0, "the TMA-store epilogue writes bf16");
+
+template <int BF16> struct c_element { using type = float; };      // C's element type: fp32,
+template <> struct c_element<1> { using type = __nv_bfloat16; };   // or bf16
+using c_t = c_element<C_BF16>::type;
 
 // Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
 __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int& row0, int& col0) {
@@ -90,7 +95,7 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
 
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
-                   const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+                   const __grid_constant__ TensorMap tmC, c_t* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
     // The swizzle is a function of address bits 4-9, so the ring starts on a 1024-byte boundary.
@@ -172,9 +177,11 @@ gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant_
             release((it - 1) % STAGES);  // the producer may refill it while we write C
 
             // Accumulator i of thread t sits at row 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4)
-            // (+1 for odd i): pairs (i, i+1) are neighbours in a row and become one bf16x2.
+            // (+1 for odd i): pairs (i, i+1) are neighbours in a row (one float2, or one bf16x2).
             const int row = row0 + rank * BM + c * 64;
-            if constexpr (EPILOGUE == 0) {
+            if constexpr (EPILOGUE == 0 && C_BF16 == 0) {
+                store_accumulators<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);
+            } else if constexpr (EPILOGUE == 0) {
                 store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);
             } else {
 #pragma unroll

@@ -395,9 +395,10 @@ def test_show_diff_shows_an_unchanged_constexpr_as_context(capsys):
 
 
 def test_a_tile_list_is_one_block_per_tile_on_a_1d_grid_and_needs_no_gpu():
-    # 10_bf16_c runs chapter 10's kernel unpersisted: its loop over tiles (stride gridDim.x) then runs once per block
+    # 10_bf16_c_per_tile runs chapter 10's kernel unpersisted: its loop over tiles (stride gridDim.x) then runs once
+    # per block
     from helpers.kernel import kernel
-    k = kernel("10_bf16_c")
+    k = kernel("10_bf16_c_per_tile")
     assert k.tile == (128, 256) and k.consts["CLUSTER"] == 1
     assert k.geometry(4096, 8192)[0] == (4096 // 128 * (8192 // 256), 1, 1)
     assert k.geometry(256, 512)[0] == (4, 1, 1)
@@ -436,6 +437,8 @@ def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
     assert "    if constexpr (MODE) g(); else h();\n" in out and "if constexpr (sizeof(int) == t) {" in out
     from helpers.registry import rung
     from helpers.report import built_source
-    built = built_source(rung("10_persistent"))[1]  # CLUSTER = 1, EPILOGUE = 0: no multicast, no TMA store
+    built = built_source(rung("10_persistent"))[1]  # C_BF16 = 0, CLUSTER = 1, EPILOGUE = 0: no multicast, no TMA store
     assert "tma_load_2d_multicast(" not in built and "tma_store_2d(" not in built and "if constexpr (" not in built
-    assert "tma_load_2d(sB, &tmB" in built and "store_accumulators_paired<WGMMA_N>(" in built
+    assert "tma_load_2d(sB, &tmB" in built and "store_accumulators<WGMMA_N>(" in built
+    assert "store_accumulators_paired" not in built
+    assert "store_accumulators_paired<WGMMA_N>(" in built_source(rung("10_bf16_c"))[1]

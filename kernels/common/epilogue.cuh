@@ -1,6 +1,6 @@
-// A wgmma epilogue's two forms, accumulators rounded to bf16: straight to global memory in whole 32-byte sectors
-// (chapter 10's EPILOGUE = 0), or with stmatrix into the layout a TMA store reads (its EPILOGUE = 2 step, shared with
-// chapter 12).
+// A wgmma epilogue's forms: accumulators straight to global memory in whole 32-byte sectors, as fp32 or rounded to
+// bf16 (chapter 10's EPILOGUE = 0, C_BF16 = 0 or 1), or rounded to bf16 and written with stmatrix into the layout a
+// TMA store reads (its EPILOGUE = 2 step, shared with chapter 12).
 #pragma once
 #include <cuda_bf16.h>
 #include "common/mma_sync.cuh"
@@ -33,6 +33,19 @@ __device__ __forceinline__ void stmatrix_accumulators(unsigned char* buf, const 
     }
 }
 
+// One warp's 16 rows of m64nN accumulators, kept fp32, straight to global memory at `gC` (the warp's first row and
+// the tile's first column; row stride `ld` elements), as rungs 06 to 09 store them: each lane holds two neighbouring
+// columns per 8-column group and writes them with one 8-byte store, so the 4 lanes of a row fill a 32-byte sector.
+template <int N, typename T>  // T = float. A template, so that a kernel switching C's type skips the branch it drops
+__device__ __forceinline__ void store_accumulators(T* gC, int ld, const float (&acc)[N / 2], int lane) {
+    static_assert(sizeof(T) == 4, "fp32 C");
+#pragma unroll
+    for (int i = 0; i < N / 2; i += 2) {  // rows lane / 4 and lane / 4 + 8, in turn
+        const int r = lane / 4 + 8 * ((i / 2) % 2), col = 8 * (i / 4) + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(gC + (size_t)r * ld + col) = make_float2(acc[i], acc[i + 1]);
+    }
+}
+
 // One warp's 16 rows of m64nN accumulators, rounded to bf16, straight to global memory at `gC` (the warp's first
 // row and the tile's first column; row stride `ld` elements). Each lane holds two neighbouring columns per 8-column
 // group, so a bf16x2 store per lane would write 4 bytes, and the 4 lanes of a row would cover 16 bytes: half of a
@@ -40,9 +53,9 @@ __device__ __forceinline__ void stmatrix_accumulators(unsigned char* buf, const 
 // (shfl.sync.bfly 1): the even lane keeps group j's pair and takes its neighbour's, the odd lane takes group j+1's
 // pair from its neighbour and keeps its own. Each lane then writes 4 neighbouring columns with one 8-byte store,
 // and the 4 lanes of a row fill a whole sector: 32 shuffles and 32 stores of 8 bytes where there were 64 of 4.
-template <int N>
-__device__ __forceinline__ void store_accumulators_paired(__nv_bfloat16* gC, int ld, const float (&acc)[N / 2],
-                                                          int lane) {
+template <int N, typename T>  // T = __nv_bfloat16 (a template for the same reason)
+__device__ __forceinline__ void store_accumulators_paired(T* gC, int ld, const float (&acc)[N / 2], int lane) {
+    static_assert(sizeof(T) == 2, "bf16 C");
     const bool odd = lane & 1;
 #pragma unroll
     for (int i = 0; i < N / 2; i += 8)       // accumulators of column groups j = i / 4 and j + 1
