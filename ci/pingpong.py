@@ -60,6 +60,9 @@ STACK = (
      "                        wgmma_m64nNk16_bf16<WGMMA_N>(acc[h], wgmma_desc(sA + h * 64 * 128 + kk * 32),\n"
      "                                                     wgmma_desc(sB + kk * 32), kt + kk > 0);"),
     ("(PINGPONG ? 0 : c * 64);", "(PINGPONG ? 0 : c * CONSUMER_ROWS);"),
+    ("store_accumulators<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);",  # fp32 C (dropped)
+     "for (int h = 0; h < M_WGMMAS; ++h) store_accumulators<WGMMA_N>(C + (size_t)(row + 64 * h + 16 * warp) "
+     "* N + col0, N, acc[h], lane);"),
     ("store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 16 * warp) * N + col0, N, acc, lane);",
      "for (int h = 0; h < M_WGMMAS; ++h) store_accumulators_paired<WGMMA_N>(C + (size_t)(row + 64 * h + 16 * warp) "
      "* N + col0, N, acc[h], lane);"),
