@@ -77,10 +77,11 @@ def test_chapter_12_climb_and_target(data, text):
     c = _contenders(data, 4096)
     tuned = c["cuBLASLt FP8 fast autotuned"]["tflops"] / c["cuBLASLt FP8 fast heuristic"]["tflops"] - 1
     first = _row(data, FP8, 4096)["tflops"] / c["cuBLASLt FP8 fast heuristic"]["tflops"]
-    # runs 11:40Z to 13:27Z had rung 12 just behind that first choice; run 18:01Z has it level, within 0.05%
+    # runs 11:40Z to 13:27Z had rung 12 just behind that first choice; run 18:01Z had it level, within 0.05%; run
+    # 19:47Z has it just behind again
     assert says(text, f"beats the heuristic's first choice by {tuned:.1%}; against that first choice rung 12 is at "
-                      f"{first:.1%}, level with it") and abs(first - 1) < 0.0005
-    assert not says(text, "just behind it")
+                      f"{first:.1%}, just behind it") and 0.99 < first < 0.9995
+    assert not says(text, "level with it")
     rank8, of8, tile8 = _algorithm(_row(data, FP8, 8192)["cublas_ref"])
     assert (rank8, of8) == (1, 1) and "fastest of" not in _row(data, FP8, 8192)["cublas_ref"]
     assert says(text, f"offers a single fast-accumulation algorithm, the heuristic's #1 of 1, a {tile8} tile")
@@ -137,18 +138,21 @@ def test_chapter_12_says_the_4096_crosscheck_fails_at_the_edge_of_the_bar(data, 
     assert says(text, f"under Nsight Compute rung 12's launches ran at {c4['ncu_kernel_mhz']:,.0f} MHz and cuBLASLt's "
                       f"at {c4['ncu_cublas_mhz']:,.0f}, so rung 12 had the higher clock and still took {kmove:.1%} "
                       f"longer than in the harness")
-    # the cross-check's rounds crowned the table's cuBLASLt algorithm (as in run 11:40Z; runs 12:35Z and 13:27Z
-    # crowned another), so its two ratios divide by the same algorithm, timed in other rounds; the paragraph says so
+    # the cross-check's rounds crowned another cuBLASLt algorithm than the table's (as in runs 12:35Z, 13:27Z and
+    # 19:47Z; runs 11:40Z and 18:01Z crowned the same one), so its two ratios divide by another reference than the
+    # table's; the paragraph names both
     table, row4 = data["baselines"]["e4m3-TN-bf16@4096x4096x4096"], _row(data, FP8, 4096)
     (own, _, own_tile), (tabled, _, tile) = _algorithm(c4["cublas"]), _algorithm(row4["cublas_ref"])
-    assert own == tabled and own_tile == tile and f"fast heuristic #{own}" in c4["cublas_contender"]
-    assert says(text, f"(These are the cross-check's own rounds, and their fastest cuBLASLt was the table's: they "
-                      f"crowned the heuristic's #{own} too, the {tile} tile, at {c4['harness_cublas_ms'] * 1e3:.1f} µs, "
-                      f"and timed rung 12 at {c4['harness_kernel_ms'] * 1e3:.1f} µs; the table's rounds timed the two "
-                      f"at {table['ms'] * 1e3:.1f} and {row4['ms'] * 1e3:.1f} µs, so the harness says "
-                      f"{c4['harness_ratio']:.1%} here and {row4['ratio']:.1%} in the table, against the same "
-                      f"algorithm.)")
-    assert not says(text, "was not the table's")
+    assert own != tabled and f"fast heuristic #{own}" in c4["cublas_contender"]
+    vs_own = row4["tflops"] / _contenders(data, 4096)[f"cuBLASLt FP8 fast heuristic #{own}"]["tflops"]
+    assert says(text, f"(These are the cross-check's own rounds, and their fastest cuBLASLt was not the table's: they "
+                      f"crowned the heuristic's #{own}, a {own_tile} tile, at {c4['harness_cublas_ms'] * 1e3:.1f} µs, "
+                      f"where the table's rounds crowned #{tabled}, the {tile} tile. They timed rung 12 at "
+                      f"{c4['harness_kernel_ms'] * 1e3:.1f} µs; the table's rounds timed #{tabled} and rung 12 at "
+                      f"{table['ms'] * 1e3:.1f} and {row4['ms'] * 1e3:.1f} µs, so the harness says "
+                      f"{c4['harness_ratio']:.1%} here, against #{own}, and {row4['ratio']:.1%} in the table, against "
+                      f"#{tabled}; against #{own} the table's rounds put rung 12 at {vs_own:.1%}.)")
+    assert not says(text, "their fastest cuBLASLt was the table's")
     # Nsight Compute's figure below the harness's, inside the bar (run 13:27Z; the two runs before it, just over it)
     assert c4["ncu_ratio"] < min(c4["harness_ratio"], row4["ratio"]) and c4["ok"]
     assert says(text, f"this one stays inside the bar, so the 4096 ratio passes the check, as the 8192 one does")
@@ -174,19 +178,21 @@ def test_chapter_12_ceiling_and_power(data, text):
     assert 1 <= below < 3 and not says(text, "the cap takes about as much from each")
     # run 11:40Z had both at one clock; since run 12:35Z rung 12 runs at the higher clock and still behind, so it does
     # fewer FLOP per clock; at the cap, FLOP/s = watts / (J per FLOP). Run 12:35Z had the pJ equal to within 0.1%, the
-    # FLOP/s gap the watts' gap; run 13:27Z had the watts equal to within 0.1%, the FLOP/s gap the pJ's; run 18:01Z has
-    # rung 12 drawing a few tenths of a percent more watts, which win back a little of the larger gap in pJ
+    # FLOP/s gap the watts' gap; run 13:27Z had the watts equal to within 0.1%, the FLOP/s gap the pJ's; run 18:01Z had
+    # rung 12 drawing a few tenths of a percent more watts, which won back a little of the larger gap in pJ; run 19:47Z
+    # has rung 12 drawing fewer watts and spending less per FLOP, and the watts' gap is the larger
     assert s8["sm_clock_mhz"] > s8["cublas_sm_clock_mhz"] and s8["tflops"] < s8["cublas_tflops"]
     assert (s8["tflops"] / s8["sm_clock_mhz"]) < (s8["cublas_tflops"] / s8["cublas_sm_clock_mhz"])
     assert says(text, "At the higher clock rung 12 still falls a little behind, so it does fewer FLOP per clock")
     assert not says(text, "At the same clock")
     pw, pj = s8["power_w"] / s8["cublas_power_w"], s8["pj_per_flop"] / s8["cublas_pj_per_flop"]
-    assert 1.001 < pw < 1.01 < pj and abs(pw / pj - s8["ratio"]) < 1e-6  # FLOP/s = watts / (J per FLOP)
-    assert f"{round(pw, 3) / round(pj, 3):.1%}" == f"{s8['ratio']:.1%}"  # the quotient as printed gives the ratio
-    assert says(text, f"here rung 12 drew {pw - 1:.1%} more power than cuBLASLt, while each of its FLOP costs "
-                      f"{s8['pj_per_flop']:.4f} pJ against cuBLASLt's {s8['cublas_pj_per_flop']:.4f}, {pj - 1:.1%} "
-                      f"more, so rung 12 holds {pw:.3f} / {pj:.3f} = {s8['ratio']:.1%} of cuBLASLt's FLOP per second")
-    assert not says(text, "the watts they drew are the same to within 0.1%")
+    assert pw < pj < 0.99 and abs(pw / pj - s8["ratio"]) < 1e-6  # FLOP/s = watts / (J per FLOP)
+    assert f"{round(pw, 4) / round(pj, 4):.1%}" == f"{s8['ratio']:.1%}"  # the quotient as printed gives the ratio
+    assert says(text, f"here rung 12 drew {1 - pw:.1%} less power than cuBLASLt, while each of its FLOP costs "
+                      f"{s8['pj_per_flop']:.4f} pJ against cuBLASLt's {s8['cublas_pj_per_flop']:.4f}, {1 - pj:.1%} "
+                      f"less, so rung 12 holds {pw:.4f} / {pj:.4f} = {s8['ratio']:.1%} of cuBLASLt's FLOP per second: "
+                      f"its cheaper FLOP win back only part of what its lower power loses")
+    assert not says(text, "the watts they drew are the same to within 0.1%") and not says(text, "more power than")
     burst_mhz = _row(data, FP8, 8192)["sm_clock_mhz"]
     assert says(text, f"the clock down from the bursts' {burst_mhz:,.0f} MHz to {s8['sm_clock_mhz']:,.0f} MHz for "
                       f"rung 12 and {s8['cublas_sm_clock_mhz']:,.0f} MHz for cuBLASLt")
@@ -209,41 +215,42 @@ def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, mon
     assert s4["host_bound"] == ["cuBLAS"] and s8["host_bound"] == []
     assert says(text, f"it took about {s4['cublas_host_us']:.0f} µs of host time per call in the bursts, while the "
                       f"call runs for about {s4['cublas_gpu_us']:.0f} µs on the GPU")
-    # the back-to-back line of this run shows the queue running dry (runs 12:35Z and 13:27Z had both kernels at the
-    # cap and cuBLASLt's calls quicker than the bursts' host time, so it neither showed that nor ruled it out): rung
-    # 12 at the cap, cuBLASLt under it at a higher clock, and at the median a call every per_call µs, longer than the
-    # bursts' host time per call, which is longer than the call's GPU time
+    # the back-to-back line of this run neither shows the queue running dry nor rules it out (as in runs 12:35Z and
+    # 13:27Z; run 18:01Z had cuBLASLt under the cap and a call slower than the bursts' host time, and showed it):
+    # both kernels at the cap, and at the median a call every per_call µs, less than the bursts' host time per call
     per_call = 2 * 4096**3 / (s4["cublas_tflops"] * 1e12) * 1e6
-    assert s4["power_w"] > 0.98 * 700 and s4["cublas_power_w"] < 0.95 * 700
-    assert s4["cublas_sm_clock_mhz"] > s4["sm_clock_mhz"]
-    assert per_call > s4["cublas_host_us"] > s4["cublas_gpu_us"]
-    assert says(text, "This run's back-to-back line shows it")
-    assert not says(text, "neither shows that nor rules it out")
-    assert says(text, f"Rung 12 ran at the cap, drawing {s4['power_w']:.0f} W at {s4['sm_clock_mhz']:,.0f} MHz, while "
-                      f"cuBLASLt stayed under it, drawing {s4['cublas_power_w']:.0f} W at "
-                      f"{s4['cublas_sm_clock_mhz']:,.0f} MHz")
-    assert says(text, f"cuBLASLt ran at {s4['cublas_tflops']:,.0f} TFLOP/s, about {per_call:.0f} µs per call: more "
-                      f"than the {s4['cublas_host_us']:.0f} µs the host took to queue one in the bursts")
+    assert s4["cublas_power_w"] > 0.98 * 700 and s4["power_w"] > 0.98 * 700
+    assert per_call < s4["cublas_host_us"]
+    assert says(text, "This run's back-to-back line neither shows that nor rules it out")
+    assert not says(text, "This run's back-to-back line shows it")
+    assert says(text, f"Both kernels ran at the cap, cuBLASLt drawing {s4['cublas_power_w']:.0f} W at "
+                      f"{s4['cublas_sm_clock_mhz']:,.0f} MHz and rung 12 {s4['power_w']:.0f} W at "
+                      f"{s4['sm_clock_mhz']:,.0f} MHz, and cuBLASLt ran at {s4['cublas_tflops']:,.0f} TFLOP/s, "
+                      f"about {per_call:.0f} µs per call: less than the {s4['cublas_host_us']:.0f} µs the host took to "
+                      f"queue one in the bursts, so at the median the host queued faster back to back")
     # cuBLASLt's rounds scatter more than rung 12's (in run 11:40Z hardly more; in run 12:35Z 22 times as wide; in
-    # run 13:27Z 7 times, with even the low end's call well under the host's time); in run 18:01Z even the high end's
-    # call takes longer than the host's time: every round in the range ran short of work
+    # run 13:27Z 7 times; in run 18:01Z 3 times, with even the high end's call over the host's time); in run 19:47Z
+    # 1.5 times, and even the low end's call is well under the host's time: the scatter does not show a queue
+    # running dry
     ci, ki = s4["cublas_iqr"], s4["tflops_iqr"]
     wide = (ci[1] - ci[0]) / (ki[1] - ki[0])
-    high_call = 2 * 4096**3 / (ci[1] * 1e12) * 1e6
-    assert s4["rounds"] == 4 and wide > 2 and high_call > s4["cublas_host_us"]
+    low_call = 2 * 4096**3 / (ci[0] * 1e12) * 1e6
+    assert s4["rounds"] == 4 and wide > 1 and low_call < 0.9 * s4["cublas_host_us"]
     assert says(text, f"cuBLASLt's four rounds scatter more than rung 12's, with an interquartile range from "
                       f"{ci[0]:,.0f} to {ci[1]:,.0f} TFLOP/s against rung 12's {ki[0]:,.0f} to {ki[1]:,.0f}, "
-                      f"{wide:.0f} times as wide, and even at the high end of that range a call takes about "
-                      f"{high_call:.0f} µs, still over the host's {s4['cublas_host_us']:.0f}")
-    # far from the bursts where the cell's other rows are not (run 12:35Z: within 1.1 points, not within one)
+                      f"{wide:.1f} times as wide, but even at the low end of that range a call takes about "
+                      f"{low_call:.0f} µs, still under the host's {s4['cublas_host_us']:.0f}")
+    assert says(text, "so the scatter does not show the queue running dry either")
+    # no further from the bursts than the cell's other rows (run 12:35Z: within 1.1 points; runs 13:27Z and 18:01Z
+    # far from them)
     dist = 100 * abs(s4["ratio"] - s4["burst_ratio"])
     others = [sustained(BF16, 4096), sustained(BF16, 8192), s8]
     spread = max(100 * abs(o["ratio"] - o["burst_ratio"]) for o in others)
-    assert all(not o["host_bound"] for o in others) and dist > 2 and dist > 3 * spread
+    assert all(not o["host_bound"] for o in others) and dist <= spread
     assert says(text, f"The two lines would give {s4['ratio']:.1%}, {dist:.1f} points from the bursts' "
-                      f"{s4['burst_ratio']:.1%}, where the other three back-to-back rows of the cell stay within "
-                      f"{spread:.1f} points of their bursts")
-    assert says(text, "So the flag is borne out") and not says(text, "The flag stays all the same")
+                      f"{s4['burst_ratio']:.1%}, and the other three back-to-back rows of the cell stay within "
+                      f"{spread:.1f} points of their bursts: this row sits no further from its bursts than they do")
+    assert says(text, "The flag stays all the same") and not says(text, "So the flag is borne out")
 
 
 def test_chapter_12_profile_and_variants(data, text):
@@ -251,9 +258,14 @@ def test_chapter_12_profile_and_variants(data, text):
     pipes = [e(who, n, "tensor_pipe_pct") for n in (4096, 8192) for who in (FP8, "cublas_fp8")]
     assert says(text, f"({pipes[0]:.1f}% against {pipes[1]:.1f}% at 4096, {pipes[2]:.1f}% against {pipes[3]:.1f}% at "
                       f"8192)")
+    sms = [e(who, n, "sm_busy_pct") for n in (4096, 8192) for who in (FP8, "cublas_fp8")]
+    assert says(text, f"the SMs about as busy ({sms[0]:.1f}% against {sms[1]:.1f}% at 4096, {sms[2]:.1f}% against "
+                      f"{sms[3]:.1f}% at 8192)")
+    dram = [e(who, 4096, "dram_read_gb") for who in (FP8, "cublas_fp8")]
+    assert says(text, f"the DRAM reads small at 4096 ({dram[0]:.2f} against {dram[1]:.2f} GB)")
     for n in (4096, 8192):
         assert e(FP8, n, "l2_hit_pct") > e("cublas_fp8", n, "l2_hit_pct")
-        assert abs(e(FP8, n, "sm_busy_pct") - e("cublas_fp8", n, "sm_busy_pct")) < 1
+        assert abs(e(FP8, n, "sm_busy_pct") - e("cublas_fp8", n, "sm_busy_pct")) < 1.5  # 1.4 points apart at 8192
         assert abs(e(FP8, n, "dram_read_gb") / e("cublas_fp8", n, "dram_read_gb") - 1) < 0.1  # 9% apart at 4096
     assert "128x256" in e("cublas_fp8", 4096, "kernel") and pipes[2] > pipes[0]
     run = {e(who, n, "run") for who in (FP8, "cublas_fp8") for n in (4096, 8192)}
@@ -313,31 +325,32 @@ def test_chapter_12_names_the_kernel_the_crosscheck_timed(data, text):
     (name,) = cc["cublas_kernels"]
     rank, _, tile = _algorithm(cc["cublas"])
     tabled, _, ttile = _algorithm(_row(data, FP8, 4096)["cublas_ref"])
-    # "The cross-check's own rounds chose it too" (as in run 11:40Z, the table's #5; runs 12:35Z and 13:27Z chose #4)
-    assert rank == tabled and tile == ttile and says(text, f"What leaves rung 12 {100 * (1 - _row(data, FP8, 4096)['ratio']):.1f} "
+    # "The cross-check's own rounds chose another" (runs 12:35Z, 13:27Z and 19:47Z chose #4; runs 11:40Z and 18:01Z
+    # the table's #5)
+    assert rank != tabled and says(text, f"What leaves rung 12 {100 * (1 - _row(data, FP8, 4096)['ratio']):.1f} "
                                          f"points short at 4096 is a different kernel, the {ttile} tile")
     # the kernel's name spells the label's tile, its k depth and stages, and the 1 x 2 cluster ("clusters along N")
     m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_1x2_", name)
     assert m and f"{m[1]} × {m[2]}" == tile and m[3] == "128" and "coop" not in name
-    assert says(text, f"The cross-check's own rounds chose it too: the heuristic's #{rank}, `{name}` at 4096, a "
+    assert says(text, f"The cross-check's own rounds chose another: the heuristic's #{rank}, `{name}` at 4096, a "
                       f"{tile} tile with {m[4]} stages and clusters along N, without the `coopA`")
     assert says(text, f"timed it at {cc['ncu_cublas_ms'] * 1e3:.1f} µs against rung 12's "
                       f"{cc['ncu_kernel_ms'] * 1e3:.1f} µs")
-    # "its lead is thin": the table's runner-up is close behind (run 11:40Z: 0.9%; run 12:35Z: 1.1%, and the
-    # cross-check's rounds reversed the order, as in run 13:27Z); in run 18:01Z the cross-check's rounds and the power
-    # cell's crowned the table's winner too
+    # "its lead is thin": the table's runner-up is the algorithm the cross-check's rounds put first, close behind
+    # (run 11:40Z: 0.9%; run 12:35Z: 1.1%; run 19:47Z: 0.2%); the power cell crowned the table's winner (in run 18:01Z
+    # the cross-check's rounds did too)
     fast = {int(k.rsplit("#", 1)[1]) if "#" in k else 1: t["tflops"] for k, t in _contenders(data, 4096).items()
             if "fast heuristic" in k}  # the heuristic's rank -> TFLOP/s in the table's rounds
     win = fast.pop(tabled)
     rank2 = max(fast, key=fast.get)
     t2 = fast[rank2]
-    assert win / t2 - 1 < 0.02
-    srank, _, stile = _algorithm(data["sustained"][f"{FP8}@4096"]["cublas_ref"])
-    assert srank == tabled == rank and stile == ttile
+    assert rank2 == rank and win / t2 - 1 < 0.02
     assert says(text, f"The {ttile} tile's lead over the field is thin: in the table's rounds the heuristic's "
-                      f"#{rank2} came within {win / t2 - 1:.1%} of it ({t2:,.1f} against {win:,.1f} TFLOP/s), but the "
-                      f"cross-check's rounds and the power cell's rounds above crowned #{tabled} too.")
-    assert not says(text, "The cross-check's own rounds chose another")
+                      f"#{rank2} came within {win / t2 - 1:.1%} of it ({t2:,.1f} against {win:,.1f} TFLOP/s), the "
+                      f"cross-check's rounds put #{rank} first")
+    srank, _, stile = _algorithm(data["sustained"][f"{FP8}@4096"]["cublas_ref"])
+    assert srank == tabled and stile == ttile and says(text, f"the power cell's rounds above crowned #{srank}.")
+    assert not says(text, "The cross-check's own rounds chose it too")
 
 
 def test_chapter_12_names_the_limit_the_profile_shows():
