@@ -1,5 +1,6 @@
 """Why chapter 10 makes its blocks persistent before it writes C in bf16 (issue "ladder"), an experiment outside the
-book's run; results/bf16_c_8192.json keeps its output.
+book's run; results/bf16_c_8192.json keeps its output (and results/bf16_c_8192_causes.log the first run of `causes`,
+whose profiles were printed before a timing part, since dropped, failed).
 
     python ci/bf16_c_8192.py profiles   three Nsight Compute profiles each of 09_setmaxnreg and 10_bf16_c_per_tile at
                                         8192: DRAM bytes read, L2 hit rate, duration and clock of each launch
