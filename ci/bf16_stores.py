@@ -57,14 +57,19 @@ THEN = {"10_cluster_rows": {"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES"
         "10_tma_store": {"EPILOGUE": 2, "STAGES": 3}}
 
 
+# Ids that run 2026-11-26T19:47Z-h100 gave to other builds (persistence before bf16 C): the rung that is now the
+# build these experiments ran under the old id, with its launch.
+RENAMED = {"10_bf16_c": "10_bf16_c_per_tile", "10_persistent": "10_bf16_c"}
+
+
 def then(step: str) -> str:
     """A chapter-10 step's source as it was built when these experiments ran."""
-    return apply_config(source("10_stmatrix"), THEN[step]) if step in THEN else source(step)
+    return apply_config(source("10_stmatrix"), THEN[step]) if step in THEN else source(RENAMED.get(step, step))
 
 
 def host(step: str) -> str:
     """The rung whose launch (grid, operands) runs that source."""
-    return "10_stmatrix" if step in THEN else step
+    return "10_stmatrix" if step in THEN else RENAMED.get(step, step)
 
 
 def first_built(rung_id: str) -> str:

@@ -5,14 +5,15 @@ experiment outside the book's run; results/ladder_orders.json keeps its output.
     python ci/ladder_orders.py check    the 32 builds at two small shapes
     python ci/ladder_orders.py time     the 32 builds and cuBLAS at N = 4096 and 8192, then every order of the steps
 
-The switches, from 10_bf16_c (rung 09's kernel writing bf16 C, one block per tile) to 10_stmatrix (rung 10 with its
-128 x 256 tile, which is what rung 10 launches at these two sizes):
+The switches, from 10_bf16_c_per_tile (rung 09's kernel writing bf16 C, one block per tile) to 10_stmatrix (rung 10
+with its 128 x 256 tile, which is what rung 10 launches at these two sizes):
   P  persistent: one CTA per SM walks the tiles (the launch's grid; off: one block per tile, grid "tile_list")
   C  CLUSTER = 2: pairs along M share B by multicast
   S  SCHEDULE = 1: the grouped tile order
   E  EPILOGUE = 2: the TMA store, written with stmatrix (off: 8-byte paired stores from registers)
   F  STAGES = 4 (off: 3, as rungs 07 to 09)
-The book's main path takes P, then C and S together, then E, then F. An order rises at a size when each step's
+The book's main path took P, then C and S together, then E, then F, when this ran; it now takes P, bf16 C
+(every build here writes bf16 C), then C and F together, then E, then S. An order rises at a size when each step's
 lower quartile lies above the upper quartile of the build before it, the rule of chapter 11's step table.
 """
 import itertools
@@ -33,7 +34,7 @@ RECORD = ROOT / "results" / "ladder_orders.json"
 FLAGS = "PCSEF"
 SIZES = (4096, 8192)
 # 10_stmatrix carries no registry config, so a source's constants stand (a rung's own config would override them);
-# the one-block-per-tile builds are the same rung with 10_bf16_c's grid, under an id of their own (kernel cache key)
+# the one-block-per-tile builds are the same rung with 10_bf16_c_per_tile's grid, under an id of their own (the cache key)
 PERSISTENT = rung("10_stmatrix")
 TILE_LIST = replace(PERSISTENT, id="10_stmatrix_tile_list", grid="tile_list")
 
