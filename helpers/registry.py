@@ -60,7 +60,8 @@ def _hopper(*sass: str, tma: bool = False) -> dict:
 
 
 def _beyond(*sass: str) -> dict:
-    """Chapter 10: one persistent kernel file, its steps switched on by constexprs; bf16 C like cuBLAS (from 10_bf16_c)."""
+    """Chapter 10: one persistent kernel file, its steps switched on by constexprs; bf16 C (as cuBLAS writes it)
+    from 10_bf16_c on."""
     return dict(_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", *sass, tma=True),
                 dtype="bf16", out_dtype="bf16", file="10_beyond_cublas", grid="persistent",
                 operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"})
@@ -140,7 +141,7 @@ RUNGS: tuple[Rung, ...] = (
     # Rung 09's kernel as chapter 10's file builds it with every switch off: the one change is persistence (C stays
     # fp32, as rung 09 writes it); then C written as bf16, as cuBLAS writes it. Persistence comes first because a
     # one-block-per-tile launch leaves the tile order to the hardware, and with bf16 C its DRAM reads at 8192 moved
-    # from launch to launch (2.3 to 3.5 GB against rung 09's steady 2.31; results/bf16_c_8192.json).
+    # from launch to launch (2.31 to 3.51 GB in the launches profiled, against rung 09's steady 2.31; chapter 10).
     Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
          config={"C_BF16": 0, "CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
          **{**_beyond("STG.E.64"), "out_dtype": "fp32",

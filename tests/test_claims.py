@@ -112,7 +112,8 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
     step = lambda a, b: f"×{t(b, 4096) / t(a, 4096):.2f} and ×{t(b, 8192) / t(a, 8192):.2f}"  # noqa: E731
     pct = lambda a, b, n: f"{100 * (t(b, n) / t(a, n) - 1):.1f}%"  # noqa: E731
     N9, P, B, BT = "09_setmaxnreg", "10_persistent", "10_bf16_c", "10_bf16_c_per_tile"
-    C, C3, F, S, T, G = "10_cluster", "10_cluster_3_stages", "10_four_stages", "10_tma_store", "10_sts_store", "10_grouped"
+    C, C3, F = "10_cluster", "10_cluster_3_stages", "10_four_stages"
+    S, T, G = "10_tma_store", "10_sts_store", "10_grouped"
     q1, q3 = row(BT, 8192)["tflops_iqr"]
     wrote = lambda w: data["profiles"][f"{w}@8192"]["dram_write_bytes"] / 1e9  # noqa: E731
     expected = [
@@ -1023,8 +1024,8 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     from helpers.report import diff_size
     d = lambda a, b: diff_size(a, b)  # noqa: E731
     assert says(text, f"{d('10_persistent', '10_bf16_c')} lines for bf16 C (the switch and the store it selects), "
-                      f"{d('10_bf16_c', '10_cluster')} for the pairs with the fourth stage, {d('10_cluster', '10_tma_store')} "
-                      f"for the TMA store and {d('10_tma_store', FINAL)} for the grouped order")
+                      f"{d('10_bf16_c', '10_cluster')} for the pairs with the fourth stage, "
+                      f"{d('10_cluster', '10_tma_store')} for the TMA store and {d('10_tma_store', FINAL)} for the grouped order")
     assert says(text, f"the step into chapter 10's file from rung 09, persistence, changes "
                       f"{d('09_setmaxnreg', '10_persistent')} lines at once")
     assert says(text, f"rung 07 to 08 changes {d('07_tma', '08_same_tile')}") and \
@@ -1043,11 +1044,13 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     t = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]["tflops"]  # noqa: E731
     x = lambda r, base, f=".3f": " and ".join(f"×{t(r, n) / t(base, n):{f}}" for n in (4096, 8192))  # noqa: E731
     q = data["gemm"][results.gemm_key("10_bf16_c_per_tile", 8192, 8192, 8192)]["tflops_iqr"]
-    assert says(text, f"the paired kernel reaches only {x('10_bf16_c_per_tile', '09_setmaxnreg', '.2f')} of rung 09, with "
+    assert says(text, f"the paired kernel reaches only {x('10_bf16_c_per_tile', '09_setmaxnreg', '.2f')} of rung 09, "
+                      f"with "
                       f"its rounds at 8192 spread over {q[0]:.1f}-{q[1]:.1f} TFLOP/s and its DRAM reads there at "
                       f"{_l2(data, '10_bf16_c_per_tile', 8192, 'dram_read_gb'):.2f} GB against "
                       f"{_l2(data, '09_setmaxnreg', 8192, 'dram_read_gb'):.2f}")
-    assert says(text, f"runs at {x('10_cluster_3_stages', '10_bf16_c')} of `10_bf16_c`, and `10_four_stages`, the fourth "
+    assert says(text, f"runs at {x('10_cluster_3_stages', '10_bf16_c')} of `10_bf16_c`, and `10_four_stages`, the "
+                      f"fourth "
                       f"stage alone, at {x('10_four_stages', '10_bf16_c')})")
     assert says(text, f"(`10_grouped`) it costs at both sizes ({x('10_grouped', '10_bf16_c', '.2f')})")
     assert says(text, f"(`07_four_stages`, {x('07_four_stages', '07_tma', '.2f')} against `07_tma`)")
@@ -1216,12 +1219,14 @@ def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage_as_the_run_meas
                       f"{gb(B)} to {gb(F)} GB)")
     assert says(text, f"together they rise at both, ×{f(C, 4096):.3f} and ×{f(C, 8192):.3f} over `10_bf16_c`")
     # the directions: each half alone below or within the noise of 10_bf16_c, together above it at both sizes
-    assert row(C3, 4096)["tflops_iqr"][1] < row(B, 4096)["tflops_iqr"][0] and all(f(C3, n) < 1.005 for n in (4096, 8192))
+    assert row(C3, 4096)["tflops_iqr"][1] < row(B, 4096)["tflops_iqr"][0]
+    assert all(f(C3, n) < 1.005 for n in (4096, 8192))
     assert abs(f(F, 4096) - 1) < 0.005 and row(F, 8192)["tflops_iqr"][1] < row(B, 8192)["tflops_iqr"][0]
     assert all(row(C, n)["tflops_iqr"][0] > row(B, n)["tflops_iqr"][1] for n in (4096, 8192))
     hit = lambda w: f"{_l2(data, w, 8192, 'l2_hit_pct'):.1f}%"  # noqa: E731
     tp = lambda w: f"{_l2(data, w, 8192, 'tensor_pipe_pct'):.1f}%"  # noqa: E731
-    assert says(text, f"lower the L2 hit rate ({hit(B)} to {hit(C3)}), leave the DRAM reads where they were ({gb(B)} to "
+    assert says(text, f"lower the L2 hit rate ({hit(B)} to {hit(C3)}), leave the DRAM reads where they were "
+                      f"({gb(B)} to "
                       f"{gb(C3)} GB), and the tensor pipe falls from {tp(B)} to {tp(C3)} busy")
     assert says(text, f"With the fourth stage it is {tp(C)}")
     p = data["profiles"][f"{B}@8192"]
@@ -1239,7 +1244,8 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     t, nine = row("10_bf16_c_per_tile", 8192), row("09_setmaxnreg", 8192)
     gb = lambda w: _l2(data, w, 8192, "dram_read_gb")  # noqa: E731
     assert says(text, f"In this run it reaches {t['tflops']:.1f} TFLOP/s at 8192 with its rounds spread over "
-                      f"{t['tflops_iqr'][0]:.1f}-{t['tflops_iqr'][1]:.1f}, against rung 09's {nine['tflops']:.1f}, and it "
+                      f"{t['tflops_iqr'][0]:.1f}-{t['tflops_iqr'][1]:.1f}, against rung 09's {nine['tflops']:.1f}, "
+                      f"and it "
                       f"reads {gb('10_bf16_c_per_tile'):.2f} GB from DRAM against rung 09's {gb('09_setmaxnreg'):.2f}")
     assert t["tflops_iqr"][0] < nine["tflops_iqr"][1] * 1.01 and gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg")
     assert all(abs(gb(w) - gb("09_setmaxnreg")) < 0.02 for w in ("10_persistent", "10_bf16_c"))  # "with either C"
@@ -1251,9 +1257,9 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
                     "09_bf16_c": ["2.89", "3.02"], "10_bf16_c": ["2.31", "2.96"],
                     "10_bf16_c_no_cluster_launch": ["2.93", "2.95"], "10_persistent": ["2.31", "2.31"]}, read
     assert says(text, "rung 09's own kernel with only its stores changed to paired bf16 read 2.89 and 3.02 GB; rung 09 "
-                      "launched through the cluster path, 2.31 both times; the one-block-per-tile bf16 kernel, 2.31 and "
-                      "2.96 as built and 2.93 and 2.95 without `__cluster_dims__`; the persistent bf16 kernel, 2.31 both "
-                      "times")
+                      "launched through the cluster path, 2.31 both times; the one-block-per-tile bf16 kernel, 2.31 "
+                      "and 2.96 as built and 2.93 and 2.95 without `__cluster_dims__`; the persistent bf16 kernel, "
+                      "2.31 both times")
     # step 1's napkin: halving C at the HBM copy rate, against the launch at 10_persistent's rate and the measurement
     hbm = data["ceilings"]["hbm_copy"]["value"]
     saved = {n: n * n * 2 / (hbm * 1e12) * 1e6 for n in (4096, 8192)}  # µs: the bf16 bytes no longer written
@@ -1270,12 +1276,14 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
              ((n, row("09_setmaxnreg", n)) for n in (4096, 8192))}
     assert {f"{x:.2f}" for x in first.values()} == {"1.02"}
     assert says(text, "on their own, since the tensor cores still wait for the epilogue")
-    assert says(text, f"After persistence the step gains ×{got[4096]:.2f} and ×{got[8192]:.2f}, the time the halved bytes "
-                      f"take at the copy rate")
+    assert says(text, f"After persistence the step gains ×{got[4096]:.2f} and ×{got[8192]:.2f}, the time the halved "
+                      f"bytes take at the copy rate")
     more = gb("10_bf16_c_per_tile") / gb("09_setmaxnreg") - 1
     assert 0.2 <= more < 0.3 and says(text, "it reads a quarter more from DRAM at 8192 and ties with rung 09 there")
-    ncu = {n: 1e3 * (_l2(data, "10_persistent", n, "ncu_ms") - _l2(data, "10_bf16_c", n, "ncu_ms")) for n in (4096, 8192)}
-    assert says(text, f"shrink by {ncu[4096]:.1f} µs and {ncu[8192]:.1f} µs, against the napkin's {saved[4096]:.0f} and "
+    ncu = {n: 1e3 * (_l2(data, "10_persistent", n, "ncu_ms") - _l2(data, "10_bf16_c", n, "ncu_ms"))
+           for n in (4096, 8192)}
+    assert says(text, f"shrink by {ncu[4096]:.1f} µs and {ncu[8192]:.1f} µs, against the napkin's {saved[4096]:.0f} "
+                      f"and "
                       f"{saved[8192]:.0f}") and all(abs(ncu[n] / saved[n] - 1) < 0.1 for n in ncu)
     tp = lambda w, n: f"{_l2(data, w, n, 'tensor_pipe_pct'):.0f}%"  # noqa: E731
     assert says(text, f"the tensor pipe goes from {tp('10_persistent', 4096)} to {tp('10_bf16_c', 4096)} busy at 4096 "
