@@ -416,6 +416,12 @@ def test_chapter_11_claims_hold(data):
     assert says(text, f"hold it within 3 points of cuBLAS at every size from N = 4096 to 16384: it is furthest off at "
                       f"16384 ({behind16:.1f} points behind) and {behind12:.1f} points behind at 12288")
     assert says(text, "level with cuBLAS (within 3 points) at N = 4096, 6144, 8192, 12288 and 16384")
+    # the ablations' paragraph: chapter 09's wide tile, measured at sizes its 320 columns divide
+    e = {(r, n): data["gemm"][results.gemm_key(r, n, n, n)] for r in ("09_wide", "09_wide_spill") for n in (5120, 10240)}
+    w, sp = [e["09_wide", n] for n in (5120, 10240)], [e["09_wide_spill", n]["tflops"] for n in (5120, 10240)]
+    assert says(text, f"(`09_wide` reaches {w[0]['tflops']:.1f} and {w[1]['tflops']:.1f} TFLOP/s there, "
+                      f"{w[0]['ratio']:.1%} and {w[1]['ratio']:.1%} of cuBLAS; `09_wide_spill` {sp[0]:.1f} and "
+                      f"{sp[1]:.1f})")
     worst = 100 * (1 - min(_ratio(data, FINAL, n) for n in (4096, 6144, 8192, 12288, 16384)))
     assert says(text, f"rung 10 stays within {worst:.1f} points of cuBLAS")
     gap = f"{100 * (1 - _ratio(data, FINAL, 2048)):.0f}"
