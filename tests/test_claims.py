@@ -1051,13 +1051,11 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     x = lambda r, base, f=".3f": " and ".join(f"×{t(r, n) / t(base, n):{f}}" for n in (4096, 8192))  # noqa: E731
     q = data["gemm"][results.gemm_key("10_bf16_c_per_tile", 8192, 8192, 8192)]["tflops_iqr"]
     assert says(text, f"the paired kernel reaches only {x('10_bf16_c_per_tile', '09_setmaxnreg', '.2f')} of rung 09, "
-                      f"with "
-                      f"its rounds at 8192 spread over {q[0]:.1f}-{q[1]:.1f} TFLOP/s and its DRAM reads there at "
+                      f"with its rounds at 8192 spread over {q[0]:.1f}-{q[1]:.1f} TFLOP/s and its DRAM reads there at "
                       f"{_l2(data, '10_bf16_c_per_tile', 8192, 'dram_read_gb'):.2f} GB against "
                       f"{_l2(data, '09_setmaxnreg', 8192, 'dram_read_gb'):.2f}")
     assert says(text, f"runs at {x('10_cluster_3_stages', '10_bf16_c')} of `10_bf16_c`, and `10_four_stages`, the "
-                      f"fourth "
-                      f"stage alone, at {x('10_four_stages', '10_bf16_c')})")
+                      f"fourth stage alone, at {x('10_four_stages', '10_bf16_c')})")
     assert says(text, f"(`10_grouped`) it costs at both sizes ({x('10_grouped', '10_bf16_c', '.2f')})")
     assert says(text, f"(`07_four_stages`, {x('07_four_stages', '07_tma', '.2f')} against `07_tma`)")
 
@@ -1232,8 +1230,7 @@ def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage_as_the_run_meas
     hit = lambda w: f"{_l2(data, w, 8192, 'l2_hit_pct'):.1f}%"  # noqa: E731
     tp = lambda w: f"{_l2(data, w, 8192, 'tensor_pipe_pct'):.1f}%"  # noqa: E731
     assert says(text, f"lower the L2 hit rate ({hit(B)} to {hit(C3)}), leave the DRAM reads where they were "
-                      f"({gb(B)} to "
-                      f"{gb(C3)} GB), and the tensor pipe falls from {tp(B)} to {tp(C3)} busy")
+                      f"({gb(B)} to {gb(C3)} GB), and the tensor pipe falls from {tp(B)} to {tp(C3)} busy")
     assert says(text, f"With the fourth stage it is {tp(C)}")
     p = data["profiles"][f"{B}@8192"]
     roof = data["ceilings"]["tma_l2_gemm"]["value"]
@@ -1251,8 +1248,8 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     gb = lambda w: _l2(data, w, 8192, "dram_read_gb")  # noqa: E731
     assert says(text, f"In this run it reaches {t['tflops']:.1f} TFLOP/s at 8192 with its rounds spread over "
                       f"{t['tflops_iqr'][0]:.1f}-{t['tflops_iqr'][1]:.1f}, against rung 09's {nine['tflops']:.1f}, "
-                      f"and it "
-                      f"reads {gb('10_bf16_c_per_tile'):.2f} GB from DRAM against rung 09's {gb('09_setmaxnreg'):.2f}")
+                      f"and it reads {gb('10_bf16_c_per_tile'):.2f} GB from DRAM against rung 09's "
+                      f"{gb('09_setmaxnreg'):.2f}")
     assert t["tflops_iqr"][0] < nine["tflops_iqr"][1] * 1.01 and gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg")
     assert all(abs(gb(w) - gb("09_setmaxnreg")) < 0.02 for w in ("10_persistent", "10_bf16_c"))  # "with either C"
     log = (ROOT / "results" / "bf16_c_8192_causes.log").read_text()
@@ -1289,8 +1286,7 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     ncu = {n: 1e3 * (_l2(data, "10_persistent", n, "ncu_ms") - _l2(data, "10_bf16_c", n, "ncu_ms"))
            for n in (4096, 8192)}
     assert says(text, f"shrink by {ncu[4096]:.1f} µs and {ncu[8192]:.1f} µs, against the napkin's {saved[4096]:.0f} "
-                      f"and "
-                      f"{saved[8192]:.0f}") and all(abs(ncu[n] / saved[n] - 1) < 0.1 for n in ncu)
+                      f"and {saved[8192]:.0f}") and all(abs(ncu[n] / saved[n] - 1) < 0.1 for n in ncu)
     tp = lambda w, n: f"{_l2(data, w, n, 'tensor_pipe_pct'):.0f}%"  # noqa: E731
     assert says(text, f"the tensor pipe goes from {tp('10_persistent', 4096)} to {tp('10_bf16_c', 4096)} busy at 4096 "
                       f"and from {tp('10_persistent', 8192)} to {tp('10_bf16_c', 8192)} at 8192")
