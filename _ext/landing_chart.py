@@ -11,7 +11,7 @@ def _draw(app):
         return
     sys.path.insert(0, str(root))
     from helpers import replay
-    from helpers.ladder import recorded_ceilings
+    from helpers.ceilings import recorded_ceilings
     from helpers.plot import save_climb
     from helpers.registry import MAIN
     rows = [row for n in (4096, 8192) for r in MAIN if (row := replay(r, n, missing_ok=True)).has_number]

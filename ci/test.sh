@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): unit, SASS and simulator tests, GPU tests (skipped with their reason when no GPU
-# is present), nbval on every chapter in replay mode, and the book built with warnings as errors.
+# is present), nbval on every chapter in replay mode, the legibility sweeps, and the book built with warnings as
+# errors, then the built book and a reader's JupyterLab in a browser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1
@@ -12,7 +13,10 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 # Notebooks are checked in replay mode so a test run never overwrites the recorded H100 results.
 # -n auto --dist loadgroup: every core runs tests; each notebook is one group (tests/conftest.py), so its cells stay in order
-GEMM_LADDER_REPLAY=1 GEMM_LADDER_CHECK_FIGURES=1 python3 -m pytest -p no:cacheprovider -q -n auto --dist loadgroup tests chapters --nbval-lax
+GEMM_LADDER_REPLAY=1 GEMM_LADDER_CHECK_FIGURES=1 python3 -m pytest -p no:cacheprovider -q -n auto --dist loadgroup \
+  -m "not sweep" tests chapters --nbval-lax
+# The legibility sweeps (marked `sweep`): every figure the helpers draw, drawn and checked, seconds each
+GEMM_LADDER_REPLAY=1 python3 -m pytest -p no:cacheprovider -q -n auto -m sweep tests
 rm -rf _build images
 # The build draws the landing page's climb chart from the recorded results (_ext/landing_chart.py): a plain build works.
 jupyter-book build . -W --keep-going -q

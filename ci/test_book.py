@@ -2,7 +2,7 @@
 
 Run by ci/test.sh after `jupyter-book build`: every page in the table of contents loads, every image on it has
 rendered with a non-zero size, every internal link resolves, and the landing page shows the climb chart. Launch
-buttons appear only once _config.yml names the repository, and then point where ci/set_repository.py says.
+buttons appear only once _config.yml names the repository, and then point where tools/set_repository.py says.
 """
 import contextlib
 import functools
@@ -124,7 +124,7 @@ def test_the_column_is_as_wide_as_the_figures_are_drawn_for(site, browser):
 
 
 def _wrapped_tables(browser) -> list[str]:
-    """The first row of each table of results or profiles (helpers.report.table, helpers.profile.table: the header,
+    """The first row of each table of results or profiles (helpers.tables.table, helpers.profile.table: the header,
     the rows and what is indented under them, not what a cell prints after) on the page that is wider than its box."""
     return browser.execute_script("""
         return [...document.querySelectorAll('div.cell_output pre')].filter(p => /^rung +(size +dtype +TFLOP|N +time)/.test(p.innerText))
@@ -186,8 +186,8 @@ def test_launch_buttons_once_the_book_names_its_repository(tmp_path, browser):
     (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - caption: Hopper\n    chapters:\n"
                                    "      - file: chapters/06_wgmma\n")
     repo, hub = "https://github.com/example-org/gemm-ladder", "https://hub.example.org"
-    subprocess.run([sys.executable, str(ROOT / "ci" / "set_repository.py"), repo, "--hub", hub, "--root", str(book)],
-                   check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "tools.set_repository", repo, "--hub", hub, "--root", str(book)],
+                   cwd=ROOT, check=True, capture_output=True)
     build = subprocess.run(["jupyter-book", "build", str(book), "-W", "-q"], capture_output=True, text=True)
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     with _serve(book / "_build" / "html") as url:

@@ -15,17 +15,21 @@ The verbs are functions; the modules they live in have other names (compiler, co
 `import helpers.compiler` is always the module. README.md ("How a rung becomes a plotted number") walks the layers.
 """
 from .timing import bench, time_gpu
-from .compiler import Build, CompileError, build, intensity
+from .compiler import Build, build, intensity
+from .csource import CompileError
 from .correctness import check
 from .kernel import Kernel, KernelFault, ShapeError, kernel
 from .launch import Launch, gemm, prepare, random_inputs, takes, validate
 from .gpu import NoGPU, device, live, why_not_live
-from .ladder import (CEILINGS, NotMeasured, NotRecorded, Row, ceiling, demo_check, demo_fault, measure,
-                     persistent_grid, obtain, recorded_ceilings, recorded_entry, replay)
+from .store import NotRecorded, obtain
+from .ladder import NotMeasured, Row, measure, recorded_entry, replay
+from .ceilings import CEILINGS, ceiling, recorded_ceilings
+from .demos import demo_check, demo_fault, persistent_grid
 from .plot import climb, explore_ladder, roofline, sweep
 from .registry import PROBES, RUNGS, chapter_rungs, probe, rung
-from .report import (banner, banner_text, build_summary, opcode_families, sass_claims, show_diff, show_file,
-                     show_python, show_source, table)
+from .listing import opcode_families, sass_claims, show_diff, show_file, show_python, show_source
+from .status import banner, banner_text
+from .tables import build_summary, table
 from .results import ResultsError
 from .figures.common import watch_cells as _watch_cells
 

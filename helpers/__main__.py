@@ -13,7 +13,7 @@ LADDER_HELP = """\
 Every rung against the strongest cuBLAS, as a table (or JSON rows) and a climb plot.
 
 Live (a GPU that can run the rung): each rung is checked on fresh random data and timed against cuBLAS by GPU time
-(spin-prefilled queue, equal batches, 15 interleaved rounds, median and IQR), then recorded in results/<gpu>.json.
+(spin-prefilled queue, equal batches, 15 interleaved rounds, median and IQR), then recorded in results/<gpu>/run.json.
 Anywhere else, or with --replay (or GEMM_LADDER_REPLAY=1), the rows recorded on the H100 are shown, labelled so; a
 rung and size never recorded is a "not measured" line. Environment: GEMM_LADDER_REPLAY (1 replays), GEMM_LADDER_RESULTS
 (another results file), GEMM_LADDER_RUN (one run id across processes: a row this run measured is reused).
@@ -131,9 +131,12 @@ def main(argv=None) -> int:
 
 def _ladder(args, chosen) -> int:
     """The ladder subcommand: each rung and shape measured or replayed, a table or JSON, the climb plot."""
-    from . import ladder, report
+    from . import ladder
+    from .ceilings import recorded_ceilings
     from .results import ResultsError
-    print(report.banner_text(), file=sys.stderr)
+    from .status import banner_text
+    from .tables import progress, table
+    print(banner_text(), file=sys.stderr)
     from .kernel import ShapeError
     from .launch import validate
     rows, missing = [], []
@@ -155,7 +158,7 @@ def _ladder(args, chosen) -> int:
             first = next(iter(refused.values()))
             print(f"skipped: {label} for {len(refused)} of {len(chosen)} rungs, whose tiles do not divide it "
                   f"({', '.join(refused)}); for one: {first}", file=sys.stderr)
-    for r, shape in report.progress(todo, "the ladder"):
+    for r, shape in progress(todo, "the ladder"):
         label = f"N={shape[0]}" if len(set(shape)) == 1 else "x".join(map(str, shape))
         try:
             rows.append(ladder.measure(r, *shape, missing_ok=True))  # never recorded: a "not measured" line
@@ -172,11 +175,11 @@ def _ladder(args, chosen) -> int:
     if args.json:
         print(json.dumps([r.json() for r in rows], indent=1))
     else:
-        print(report.table(rows))
+        print(table(rows))
     numbers = [r for r in rows if r.has_number]
     if args.plot and numbers:
         from .plot import save_climb
-        ceilings = ladder.recorded_ceilings() if numbers[0].source == "recorded" else {}
+        ceilings = recorded_ceilings() if numbers[0].source == "recorded" else {}
         try:
             save_climb(numbers, ceilings, args.plot)
         except OSError as e:
@@ -192,7 +195,7 @@ PROFILE_HELP = """\
 One Nsight Compute profile per rung and size: what the rung's time goes to.
 
 Live (an H100 with ncu on PATH): each rung is launched under ncu at the card's own clocks, without ncu's cache
-flush, and the result is recorded in results/<gpu>.json (section "profiles", key "<rung>@<N>") with this run's id;
+flush, and the result is recorded in results/<gpu>/run.json (section "profiles", key "<rung>@<N>") with this run's id;
 a profile this run already took is reused. Anywhere else, or with --replay (or GEMM_LADDER_REPLAY=1), the recorded
 profile is shown; a rung and size never recorded is one line on stderr, and the exit code is 1.
 
@@ -215,7 +218,7 @@ Each object of --json has at least:
 def _profile(chosen, sizes, as_json: bool) -> int:
     """The profile subcommand: each requested rung and size profiled or replayed; anything missing is one line."""
     from . import profile
-    from .ladder import NotRecorded
+    from .store import NotRecorded
     from .results import ResultsError
     got, missing = [], []
     for n in sizes:
@@ -244,13 +247,15 @@ def _profile(chosen, sizes, as_json: bool) -> int:
 
 def _sass(r, listing: bool) -> int:
     """The sass subcommand: the build summary, the registry's SASS claims checked, and the listing on request."""
-    from . import report
-    from .compiler import CompileError, ToolMissing
+    from .compiler import ToolMissing
+    from .csource import CompileError
+    from .listing import sass_claims
+    from .tables import build_summary
     from .kernel import kernel
     try:
         b = kernel(r).build
-        print(report.build_summary(b, r.entry))
-        print(report.sass_claims(r))
+        print(build_summary(b, r.entry))
+        print(sass_claims(r))
         if listing:  # nvdisasm's text of this kernel's section of the cubin
             sections = b.sass().split(".section\t.text.")
             print(next((".section\t.text." + x for x in sections[1:] if x.startswith(r.entry + ",")), b.sass()))

@@ -2,6 +2,7 @@
 
 Works with no GPU: NVRTC compiles for a named architecture (sm_90a) without asking a device, and nvdisasm
 reads the cubin. So registers, spills, shared memory and the SASS inventory are real in replay mode too.
+The text it compiles (a rung's config applied, its common/ headers, its constants) comes from helpers.csource.
 """
 from __future__ import annotations
 
@@ -15,14 +16,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .registry import KERNELS, Probe, Rung
+from .csource import CompileError, apply_config, local_headers, read_consts
+from .registry import Probe, Rung
 
 CACHE = Path(os.environ.get("GEMM_LADDER_CACHE", Path.home() / ".cache" / "gemm-ladder"))
 BASE_OPTIONS = ("-std=c++17", "-lineinfo", "--ptxas-options=-v")
-
-
-class CompileError(RuntimeError):
-    """NVRTC refused the source; the message names the file, the line and shows it."""
 
 
 class ToolMissing(RuntimeError):
@@ -140,30 +138,6 @@ def _log(prog) -> str:
     return _fetch(prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog).rstrip(b"\0").decode(errors="replace")
 
 
-def _python_expr(expr: str) -> str:
-    """A C integer expression as Python: `/` truncates (every operand here is non-negative), `c ? a : b` nests."""
-    expr = expr.replace("/", "//")
-    if "?" in expr:
-        cond, rest = expr.split("?", 1)
-        a, b = rest.split(":", 1)
-        return f"(({_python_expr(a)}) if ({cond}) else ({_python_expr(b)}))"
-    return expr
-
-
-def read_consts(source: str) -> dict[str, int]:
-    """The `constexpr int NAME = <expr>;` lines of a kernel, evaluated in order (tile sizes, thread counts). One
-    the course cannot evaluate stops the build, in one sentence: the registry and the chapters rely on them all."""
-    consts: dict[str, int] = {}
-    for name, expr in re.findall(r"^constexpr\s+int\s+(\w+)\s*=\s*([^;]+);", source, re.M):
-        expr = re.sub(r"//.*", "", expr).strip()
-        try:
-            consts[name] = int(eval(_python_expr(expr), {"__builtins__": {}}, dict(consts)))
-        except Exception as e:  # noqa: BLE001 - whatever went wrong, the reader needs the line
-            raise CompileError(f"`constexpr int {name} = {expr};` could not be evaluated ({type(e).__name__}: {e}); "
-                               f"write it with integers, earlier constants, + - * / and ?: only.") from None
-    return consts
-
-
 def parse_ptxas(log: str) -> dict[str, Resources]:
     """Per-kernel registers, spills, stack, static smem and barriers from a `ptxas -v` log."""
     out: dict[str, Resources] = {}
@@ -189,90 +163,6 @@ def sass_inventory(sass: str, entry: str | None = None) -> Counter:
         sections = re.split(r"\.section\s+\.text\.", sass)
         sass = next((s for s in sections[1:] if s.startswith(entry + ",") or s.startswith(entry + "\n")), "")
     return Counter(m.group(1) for m in _SASS_LINE.finditer(sass))
-
-
-def local_headers(source: str) -> dict[str, str]:
-    """The `#include "common/..."` files a kernel pulls from kernels/, recursively: name -> text."""
-    found: dict[str, str] = {}
-    todo = re.findall(r'^\s*#include\s+"([^"]+)"', source, re.M)
-    while todo:
-        name = todo.pop()
-        if name not in found and (KERNELS / name).exists():
-            found[name] = (KERNELS / name).read_text()
-            todo += re.findall(r'^\s*#include\s+"([^"]+)"', found[name], re.M)
-    return found
-
-
-def apply_config(source: str, config: dict) -> str:
-    """Set `constexpr int NAME = value;` lines to new values (a rung variant, a tuning experiment)."""
-    for name, value in config.items():
-        source, n = re.subn(rf"^(constexpr\s+int\s+{name}\s*=\s*)[^;]+;", rf"\g<1>{value};", source, flags=re.M)
-        if n != 1:
-            raise KeyError(f"no `constexpr int {name} = ...;` line to configure")
-    return source
-
-
-def _matching(text: str, i: int, open_: str, close: str) -> int:
-    """Index just past the bracket that closes the one at text[i]."""
-    depth = 0
-    for j in range(i, len(text)):
-        depth += (text[j] == open_) - (text[j] == close)
-        if depth == 0:
-            return j + 1
-    raise ValueError(f"unbalanced {open_!r} at offset {i}")
-
-
-def resolve_switches(source: str) -> str:
-    """The source as the compiler keeps it: each `if constexpr (cond) { ... } else { ... }` whose condition reads
-    only the file's `constexpr int` constants is replaced by the branch taken, one indentation level out. Rung
-    variants are switches of one file, so a diff of the config-applied text alone would show a constant flip
-    where the compiler adds or drops a whole branch. Braceless branches and conditions on anything else stay."""
-    consts = read_consts(source)
-    head, pos = re.compile(r"^([ \t]*)if constexpr \(", re.M), 0
-    while (m := head.search(source, pos)):
-        indent, start, i = m.group(1), m.start(), m.end() - 1
-        branches, end, whole = [], start, True
-        while True:  # the chain: if constexpr (c) {..} [else if constexpr (c) {..}]* [else {..}]
-            close = _matching(source, i, "(", ")")
-            brace = source.find("{", close)
-            if brace < 0 or source[close:brace].strip():  # a braceless branch: the chain stays as written
-                whole = False
-                break
-            end = _matching(source, brace, "{", "}")
-            branches.append((source[i + 1:close - 1], source[brace + 1:end - 1]))
-            rest = re.match(r"\s*else\s+(if constexpr \(|\{)", source[end:])
-            if not rest:
-                break
-            if rest.group(1) == "{":
-                brace = end + rest.end() - 1
-                end = _matching(source, brace, "{", "}")
-                branches.append(("1", source[brace + 1:end - 1]))
-                break
-            i = end + rest.end() - 1
-        try:
-            taken = next((body for cond, body in branches
-                          if eval(_python_expr(cond).replace("&&", " and ").replace("||", " or "),
-                                  {"__builtins__": {}}, dict(consts))), "")
-        except Exception:  # noqa: BLE001 - a condition on something else: leave the chain to the compiler
-            whole = False
-        if not whole:
-            pos = m.end()
-            continue
-        lines = taken.split("\n")
-        while lines and not lines[0].strip():
-            lines.pop(0)
-        while lines and not lines[-1].strip():
-            lines.pop()
-        # one level out; preprocessor lines keep their column
-        kept = "\n".join(ln if ln.startswith("#") else ln[4:] if ln.startswith(indent + "    ") else indent + ln.strip()
-                         for ln in lines)
-        line_end = source.find("\n", end)
-        line_end = len(source) if line_end < 0 else line_end
-        after = source[end:line_end]  # e.g. a comment after the closing brace
-        source = source[:start] + kept + (after if after.strip() else "") + source[line_end:] if kept else \
-            source[:start].rstrip(" \t") + source[line_end + 1:]
-        pos = start
-    return source
 
 
 def _errors_only(log: str) -> str:

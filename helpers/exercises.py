@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .hardware import (FFMA_FLOP_PER_CLK, KIB, MAX_SM_CLOCK_HZ, REGISTER_FILE, SCHEDULERS, SMEM_BYTES_PER_CLK,
                        SMEM_PER_BLOCK_OPTIN, SMS, TENSOR_FLOP_PER_CLK, WARP)
-from .playground import source
+from .csource import source
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ KERNEL_EXERCISES = {
 # ---- the chapters' numeric exercises: the expected answers live here, not in the notebooks' check cells ----------
 
 def _ch10(x: dict) -> dict:
-    from .explore import epilogue_order, ring_parities
+    from .models import epilogue_order, ring_parities
     from .tiles import waves
     c, clusters = x["c"], x["clusters"]
     last = waves(6144, 6144, c["CLUSTER_BM"], c["BN"], clusters)
@@ -73,8 +73,8 @@ def _ch10(x: dict) -> dict:
 
 def _ring_mistakes(stages_08: int, stages_same_tile: int) -> dict:
     """Chapter 08's exercises 3 (rung 08's ring) and 4 (08_same_tile's), answered by the CPU model of the ring
-    (explore.ring_run), not typed in."""
-    from .explore import ring_run
+    (models.ring_run), not typed in."""
+    from .models import ring_run
     return {3: ring_run(stages_08, 24, empty_count=256)["tile"],
             4: ring_run(stages_same_tile, 24, release="at_commit")["by"]}
 
@@ -99,7 +99,7 @@ def _ldmatrix_ceiling(x: dict) -> float:
     """Chapter 03: the unswizzled rung's shared-memory ceiling (TFLOP/s). One k tile's FLOP (its mma.sync) over
     the wavefronts of its ldmatrix.x4 (4 phases each, at the row-major layout's conflict degree) and its stores,
     at the SM clock chapter 03 converts with (the recorded H100's highest)."""
-    from .explore import conflict_degree
+    from .models import conflict_degree
     c = _consts("03_mma_sync")
     warps, steps = c["THREADS"] // WARP, c["BK"] // 16
     x4 = {"A": c["WM"] // 16, "B": c["WN"] // 16}   # per warp and k step; a .trans load covers two n8 tiles
@@ -215,7 +215,7 @@ def _provenance(row) -> str:
 
 def comparison(p: Prediction, mine: float) -> list[str]:
     """The measurement a prediction is held against, where it came from, and how far the prediction was off."""
-    from .ladder import NotRecorded
+    from .store import NotRecorded
     try:
         value, rows = p.measured()
     except NotRecorded as err:
@@ -235,7 +235,7 @@ def comparison(p: Prediction, mine: float) -> list[str]:
 
 def _expected(chapter: str, x: dict) -> dict:
     """{exercise number: expected answer} for a chapter, from the same explorers and measurements it shows."""
-    from .explore import conflict_degree, launch_registers, mma_fragment, register_budget, wgmma_desc_encode
+    from .models import conflict_degree, launch_registers, mma_fragment, register_budget, wgmma_desc_encode
     from .tiles import waves
     if chapter == "10":
         return _ch10(x)
@@ -343,7 +343,7 @@ def grade(chapter: str, answers: dict, **context) -> None:
 
 def swizzle_mark(name: str, fn, shape=(32, 128)) -> str:
     """A swizzle must be a permutation of each row's 16-byte chunks (else it loses data) and conflict-free."""
-    from .explore import conflict_degree
+    from .models import conflict_degree
     rows, cols = shape
     chunks = cols * 2 // 16
     for row in range(rows):

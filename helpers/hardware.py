@@ -1,35 +1,21 @@
 """The H100 SXM5 facts the napkins, figures, explorers and exercises use, each defined here once with its source:
-the datasheet and the Hopper whitepaper, the CUDA C++ Programming Guide and the PTX ISA, or the recorded run
-(results/nvidia-h100-80gb-hbm3.json). A leaf: it imports nothing from helpers, so any module can import it.
-tests/test_hardware.py checks that no other module types these facts and that they agree with each other and with
-the recorded H100."""
+the datasheet and the Hopper whitepaper, the CUDA C++ Programming Guide and the PTX ISA. Constants only: it reads
+no file and imports nothing from helpers, so any module can import it. tests/test_hardware.py checks that no other
+module types these facts, that they agree with each other, and that they are what the recorded H100 said about
+itself (helpers.results.environments of the book's run: SMs, L2, shared memory, highest SM clock)."""
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 KIB = 1024                     # bytes; what the CUDA documentation's "KB" of shared memory means
 
-# ---- the recorded H100 ------------------------------------------------------------------------------------------
-
-# The file the book's outputs were recorded from (helpers.results.REFERENCE; the test holds the two paths equal).
-# Read here, not typed, so a fact the machine reported about itself has one source.
-RECORDED = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3.json"
-
-
-def recorded_env() -> dict:
-    """What the recorded H100 said about itself (nvidia-smi and the driver), from its ceilings' first entry."""
-    return next(iter(json.loads(RECORDED.read_text())["ceilings"].values()))["env"]
-
-
-# measured: results/nvidia-h100-80gb-hbm3.json env "sm_clock_max_mhz", the highest SM clock nvidia-smi reports
-# (1,980 MHz, also the datasheet's boost clock, at which its FP32 66.9 TFLOP/s is quoted). The clock chapters 00, 03
-# and 04 convert cycles and issue rates with; the tensor-core peak is quoted at TENSOR_BOOST_HZ instead.
-MAX_SM_CLOCK_HZ = recorded_env()["sm_clock_max_mhz"] * 1e6
-
 # ---- the chip -----------------------------------------------------------------------------------------------------
 
+# Datasheet, H100 SXM5: the boost clock at which its FP32 66.9 TFLOP/s is quoted; the recorded env's
+# "sm_clock_max_mhz", the highest SM clock nvidia-smi reports, says the same 1,980 MHz. The clock chapters 00, 03 and
+# 04 convert cycles and issue rates with; the tensor-core peak is quoted at TENSOR_BOOST_HZ instead.
+MAX_SM_CLOCK_HZ = 1980 * 1e6
+
 SMS = 132                      # datasheet, H100 SXM5; equal to the recorded env's "sms"
+L2_BYTES = 50 * KIB * KIB      # datasheet, H100 SXM5: 50 MB of L2 (MiB: the recorded env's "l2_bytes" is 52,428,800)
 TENSOR_FLOP_PER_CLK = 4096     # Hopper whitepaper: dense BF16 (and FP16) FLOP per SM per clock, twice the A100 SM's
 TENSOR_BOOST_HZ = 1.83e9       # Hopper whitepaper, table 3: the boost clock H100 SXM5's tensor-core peaks are quoted
                                # at: 132 SMs x 4,096 FLOP x 1.83 GHz = the datasheet's dense BF16 989.4 TFLOP/s

@@ -9,6 +9,17 @@ and its argument convention.
 
 `helpers.launch` makes a validated launch per shape from a Kernel; bench, check, the timeline and the probes all
 load kernels through here, so a rung is compiled and loaded one way everywhere.
+
+A persistent or tile-list kernel (`Rung.grid`) says how its work divides C through optional constexprs; the core
+reads only these, and a kernel that declares none is a cluster of CLUSTER CTAs stacked along M over one tile each:
+    CLUSTER          CTAs per cluster (default 1)
+    UNIT_M, UNIT_N   rows and columns of C one cluster's unit of work covers (default BM * CLUSTER, and BN: the
+                     block tile's rows times CLUSTER, and its columns)
+    UNITS_PER_TILE   units of work per UNIT_M x UNIT_N tile of C (default 1; more where the kernel splits K)
+    A_BOX_ROWS       rows of the TMA box of A (default BM, the block tile's rows) ...
+    B_BOX_ROWS       ... and of Bt (default BN): a cluster that shares a tile fetches it in slices, one per CTA
+BM and BN are the constants the rung's `tile` names. The grid is then one cluster per unit of work for a tile list,
+and for a persistent kernel as many clusters as the driver says fit on the chip at once, never more than units.
 """
 from __future__ import annotations
 
@@ -17,9 +28,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .compiler import Build, apply_config, build
+from .compiler import Build, build
+from .facts import Facts, facts, variant_source
 from .formats import FP8, cp_dtype
-from .gpu import launch_arch, require_live
+from .gpu import launch_arch, max_active_clusters, require_live
+from .hardware import SMEM_DEFAULT_PER_BLOCK
 from .registry import Probe, Rung, lookup
 
 MAX_GRID_Y = 65535  # gridDim.y and .z are 16-bit; only .x goes to 2^31 - 1
@@ -59,31 +72,30 @@ class Kernel:
     _resident: int | None = field(default=None, repr=False)
 
     @property
+    def facts(self) -> Facts:
+        """What the source says, read without the build (the build's constants are the same numbers)."""
+        return facts(self.item, self.source)
+
+    @property
     def consts(self) -> dict[str, int]:
         return self.build.consts
 
     @property
     def threads(self) -> int:
-        return self.consts[self.item.threads]
+        return self.facts.threads
 
     @property
     def smem(self) -> int:
-        return self.consts.get("SMEM_BYTES", 0)
+        return self.facts.smem
 
     @property
     def tile(self) -> tuple[int, int]:
         """(rows, columns) of C one block computes."""
-        return self.consts[self.item.tile[0]], self.consts[self.item.tile[1]]
+        return self.facts.tile
 
     def misfit(self, m: int, n: int, k: int) -> str | None:
         """Why this kernel cannot take M x N x K because a tile constant does not divide it, or None."""
-        r = self.item
-        for dim, value in (("M", m), ("N", n), ("K", k)):
-            if dim in r.divides and value % self.consts[r.divides[dim]]:
-                step = self.consts[r.divides[dim]]
-                return (f"{r.id} handles {dim} only in multiples of {step} ({r.divides[dim]}); "
-                        f"got {dim}={value}: pad to {-(-value // step) * step} or pick an earlier rung.")
-        return None
+        return self.facts.misfit(m, n, k)
 
     def module(self):
         """The cubin loaded on this GPU (compiled for its own architecture where the registry's is an older one's)."""
@@ -98,7 +110,6 @@ class Kernel:
     def function(self):
         """The loaded entry function, with its dynamic shared-memory limit raised to what it asks for."""
         if self._function is None:
-            from .hardware import SMEM_DEFAULT_PER_BLOCK  # here: hardware reads the results file at import
             fn = self.module().get_function(self.item.entry)
             if self.smem > SMEM_DEFAULT_PER_BLOCK:
                 fn.max_dynamic_shared_size_bytes = self.smem  # opt in past the 48 KiB default
@@ -109,7 +120,6 @@ class Kernel:
         """How many clusters of this kernel the GPU runs at once (the driver's count): one per SM for clusters of
         one CTA; fewer than SMs / 2 for pairs where a GPC has an odd SM left over."""
         if self._resident is None:
-            from .gpu import max_active_clusters
             cluster = self.consts.get("CLUSTER", 1)
             grid_x = require_live().sms // cluster * cluster
             self._resident = max_active_clusters(self.function().kernel.ptr, grid_x, self.threads, self.smem)
@@ -119,17 +129,22 @@ class Kernel:
         """(grid, block, dynamic smem bytes) for one launch of a rung at M x N."""
         bm, bn = self.tile
         if self.item.grid in ("persistent", "tile_list"):
-            cluster = self.consts.get("CLUSTER", 1)
-            # cluster tiles: CLUSTER CTAs along M, unless a build spreads them over N too (ci/clusters.py's
-            # CLUSTER_M x CLUSTER_N); a build that splits K (ci/splitk.py) has SPLITS units of work per tile
-            along_m, along_n = self.consts.get("CLUSTER_M", cluster), self.consts.get("CLUSTER_N", 1)
-            tiles = (m // (bm * along_m)) * (n // (bn * along_n)) * self.consts.get("SPLITS", 1)
-            # persistent: as many clusters as fit on the chip at once, never more than tiles; a list: one per tile
-            workers = tiles if self.item.grid == "tile_list" else min(self.resident_clusters(), tiles)
+            c = self.consts  # the launch-geometry constexprs of the module docstring, with their defaults
+            cluster = c.get("CLUSTER", 1)
+            units = (m // c.get("UNIT_M", bm * cluster)) * (n // c.get("UNIT_N", bn)) * c.get("UNITS_PER_TILE", 1)
+            # persistent: as many clusters as fit on the chip at once, never more than units; a list: one per unit
+            workers = units if self.item.grid == "tile_list" else min(self.resident_clusters(), units)
             grid = (workers * cluster, 1, 1)
         else:
             grid = ((n + bn - 1) // bn, (m + bm - 1) // bm, 1)
         return grid, (self.threads, 1, 1), self.smem
+
+    @property
+    def boxes(self) -> tuple[int, int, int]:
+        """(rows of A's TMA box, rows of Bt's, their K columns) for a tensor-map rung: a cluster that shares a tile
+        fetches it in slices, one per CTA, and the box is the slice (A_BOX_ROWS, B_BOX_ROWS)."""
+        c = self.consts
+        return c.get("A_BOX_ROWS", self.tile[0]), c.get("B_BOX_ROWS", self.tile[1]), c["BK"]
 
     def args(self, a, b, c, scale: float = 1.0) -> tuple:
         """The launch arguments in the rung's convention: pointers, or TMA tensor maps of A and Bt (and C); an FP8
@@ -146,11 +161,8 @@ class Kernel:
             raise ShapeError(f"{r.id} takes {r.dtype} operands, which carry no scale; only FP8 rungs take one.")
         if r.operands.startswith("tensor_maps"):
             from .tma import tensor_map_2d
-            box_k = self.consts["BK"]
-            # A cluster fetches a shared B tile in slices, one per CTA: the box is the slice (and so for A, where
-            # CTAs along N share it: ci/clusters.py).
-            maps = (tensor_map_2d(a, self.consts.get("A_BOX_ROWS", self.tile[0]), box_k, dtype=r.dtype),
-                    tensor_map_2d(b, self.consts.get("B_BOX_ROWS", self.tile[1]), box_k, dtype=r.dtype))
+            a_rows, b_rows, box_k = self.boxes
+            maps = (tensor_map_2d(a, a_rows, box_k, dtype=r.dtype), tensor_map_2d(b, b_rows, box_k, dtype=r.dtype))
             if r.operands == "tensor_maps_c":  # C is written back by TMA stores in [64, C_CHUNK] bf16 boxes. An fp32-C
                 # build (10_persistent) stores with st.global and never reads the map: it covers C's bytes as bf16.
                 cmap = c if r.out_dtype == "bf16" else c.view(cp_dtype("bf16"))
@@ -175,7 +187,7 @@ def kernel(item: Rung | Probe | str, source: str | None = None) -> Kernel:
 def variant(r: Rung, overrides: dict) -> Kernel:
     """Rung r with constexpr overrides applied to its file (a tile choice, a tuning experiment, an instrumented
     build); no overrides: the rung itself."""
-    return kernel(r, apply_config(r.path.read_text(), overrides) if overrides else None)
+    return kernel(r, variant_source(r, overrides))
 
 
 def needs_16_bytes(r: Rung) -> bool:

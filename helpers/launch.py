@@ -1,5 +1,7 @@
 """One launch of a rung at one shape: the shape validated, the tile picked, the geometry worked out, the kernel
 loaded. `check` (is it right?) and `bench` (how fast?) both take a Launch, so a rung is launched one way everywhere.
+`prepare` goes down once: the registry's rung, its facts (constants read from the source, no compile), the tile
+policy's choice (helpers.tiles), the one build it chose (helpers.kernel), the Launch.
 
     lau = prepare("10_beyond_cublas", 4096)     # refuses a bad shape in one sentence, before anything runs
     a, b = lau.inputs(); c = lau.output()       # fresh random operands, a NaN-poisoned C
@@ -13,10 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .formats import FP8, FP8_INPUT_SCALE, cp_dtype, encode, to_bf16
+from .facts import facts
 from .gpu import require_live
 from .kernel import MAX_GRID_Y, Kernel, ShapeError, faults_explained, kernel, needs_16_bytes, variant
 from .registry import Rung, rung as _rung
-from .tiles import choices, choose_tile, solo
+from .tiles import fits, launch_config
 
 
 def square(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
@@ -25,19 +28,17 @@ def square(m: int, n: int | None, k: int | None) -> tuple[int, int, int]:
 
 
 def validate(r: Rung, m: int, n: int, k: int, source: str | None = None) -> None:
-    """Refuse, in one sentence, a shape the rung (or its variant `source`) cannot handle. Needs no GPU. A rung
-    with tile choices takes a shape that any of its tiles divides."""
+    """Refuse, in one sentence, a shape the rung (or its variant `source`) cannot handle. Needs no GPU and no
+    compile: the source's constants say it. A rung with tile choices takes a shape that any of its tiles divides."""
     if min(m, n, k) < 1:
         raise ShapeError(f"{r.id} needs positive M, N, K; got {m}x{n}x{k}.")
-    kern = kernel(r, source)
-    misfit = kern.misfit(m, n, k)
-    if misfit and source is None and r.tile_choices:  # fits one of its tiles, or say what the smallest needs
-        misfit = None if choose_tile(r, m, n, k, 1) else choices(r)[-1][1].misfit(m, n, k)
+    own = facts(r, source)
+    misfit = fits(r, m, n, k) if source is None else own.misfit(m, n, k)
     if misfit:
         raise ShapeError(misfit)
     if max(m * k, k * n, m * n) >= 2**31:
         raise ShapeError(f"{r.id} indexes with 32-bit ints, so no operand may hold 2^31 elements; got {m}x{n}x{k}.")
-    rows = kern.tile[0]
+    rows = own.tile[0]
     if r.grid == "tiles" and -(-m // rows) > MAX_GRID_Y:
         raise ShapeError(f"{r.id} launches one block row per {rows} rows of C, and a grid has at most "
                          f"{MAX_GRID_Y} rows of blocks; M={m} needs {-(-m // rows)}: split M.")
@@ -144,17 +145,17 @@ class Launch:
 
 
 def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, source: str | None = None) -> Launch:
-    """Validate the shape (one sentence if refused), pick the tile, load the kernel and work out its geometry."""
+    """Validate the shape (one sentence if refused), pick the tile, build and load the one kernel it picked and
+    work out its geometry. The tile policy prices waves with the resident clusters of the rung's own build (the
+    driver's count, asked once per build); the grid uses those of the build it launches."""
     r = _rung(r) if isinstance(r, str) else r
     m, n, k = square(m, n, k)
     validate(r, m, n, k, source)
-    kern = kernel(r, source)
-    picked = {}
-    if source is None and r.tile_choices:  # the wave napkin picks the tile for this shape, on this chip
-        picked = next(row["config"] for row in choose_tile(r, m, n, k, kern.resident_clusters()) if row["picked"])
-        kern = next(kv for overrides, kv, _ in choices(r) if overrides == picked)
-    if source is None and r.solo_clusters and solo(m, n, *kern.tile, require_live().sms):  # no CTA has a second tile
-        kern = variant(r, {**picked, "CLUSTER": 1})
+    config = {}
+    if source is None and (r.tile_choices or r.solo_clusters):  # the policy picks for this shape, on this chip
+        workers = kernel(r).resident_clusters() if r.tile_choices else None
+        config = launch_config(r, m, n, k, workers, require_live().sms)
+    kern = variant(r, config) if config else kernel(r, source)
     kern.function()  # needs the GPU; loads before anything is allocated
     return Launch(kern, m, n, k, *kern.geometry(m, n))
 

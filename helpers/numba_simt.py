@@ -63,7 +63,7 @@ TWINS = {"01_naive": sgemm_naive, "01_smem_tiled": sgemm_smem_tiled}
 def compare(n: int = 2048, save: bool = True) -> list[dict]:
     """Each twin against its .cu rung on the same GPU and inputs: TFLOP/s of both (interleaved rounds, GPU time
     only), and correctness. Live when a GPU is present (and recorded); otherwise the recorded comparison."""
-    from .ladder import obtain
+    from .store import obtain
     return [{**e, "source": source} for e, source in
             (obtain("numba", f"{rid}@{n}", lambda rid=rid: _compare_one(rid, n), save=save) for rid in TWINS)]
 

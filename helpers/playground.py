@@ -17,7 +17,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from .compiler import CompileError, apply_config, build
+from .compiler import build
+from .csource import CompileError, source  # source: the rung as built, the learner's starting point
 from .kernel import ShapeError
 from .launch import validate
 from .gpu import missing
@@ -56,12 +57,6 @@ class Outcome:
 
     def __str__(self) -> str:
         return self.message
-
-
-def source(rung_id: str) -> str:
-    """The rung's kernel as it is built (registry constexpr overrides applied): a starting point to edit."""
-    r = _rung(rung_id)
-    return apply_config(r.path.read_text(), r.config)
 
 
 CANDIDATE_SHAPES = [(256, 256, 256), (384, 256, 512), (256, 512, 256), (384, 512, 512), (512, 512, 512)]

@@ -174,7 +174,7 @@ def reference_kind(row) -> str:
     found = re.search(r"\(([^(),;]+ in, [^(),;]+ out, [NT]{2})\b", row.cublas_ref or "")
     if found:
         return found.group(1)
-    from .timing import layout_name
+    from .cublas import layout_name
     r = _rung(row.rung)
     return f"{r.dtype} in, {r.out_dtype} out, {layout_name(r.b_layout)}"
 

@@ -69,7 +69,7 @@ def _beyond(*sass: str) -> dict:
 
 # EPILOGUE = 0: neighbouring lanes swap a bf16 pair, then each stores 8 bytes (common/epilogue.cuh)
 _PAIRED = ("SHFL.BFLY", "STG.E.64")
-# Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (ci/tune.py records them at
+# Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (tools/tune.py records them at
 # N = 6144 and 12288, where all three tiles fill their waves alike; tests/test_claims.py holds these to that run).
 # Measured, not derived: no probe says which path binds them. Both move from lease to lease: run 13:27Z measured
 # 0.98-0.99 and 0.85-0.89, run 18:01Z 0.934-0.977 and 0.808-0.819; the napkin picks the same tiles with any of them.
@@ -149,13 +149,13 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_bf16_c", "+ C written as bf16, as cuBLAS writes it", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     # 10_bf16_c launched as rung 09 is, one block per tile (a 1-D grid in rung 09's row order): bf16 C without
-    # persistence, the order this chapter's steps had until run 2026-11-26T18:01Z-h100 (ci/bf16_c_8192.py).
+    # persistence, the order this chapter's steps had until run 2026-11-26T18:01Z-h100 (experiments/bf16_c_8192).
     Rung("10_bf16_c_per_tile", "10_bf16_c launched one block per tile, as rung 09", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
          **{**_beyond(*_PAIRED), "grid": "tile_list"}),
     # Pairs tie the two CTAs' rings together (a slot is free once all four consumers of the pair release it), and
     # the ring's fourth stage covers that longer round trip: alone, either costs or ties (10_cluster_3_stages,
-    # 10_four_stages; ci/ladder_orders.py measured every combination), so the path takes them as one step.
+    # 10_four_stages; experiments/ladder_orders measured every combination), so the path takes them as one step.
     Rung("10_cluster", "+ 2x1 clusters, B multicast, the ring one stage deeper", "gemm_beyond_cublas",
          config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
     Rung("10_cluster_3_stages", "10_cluster with rung 09's 3-stage ring: the pairs alone", "gemm_beyond_cublas",

@@ -1,9 +1,10 @@
-"""Recorded measurements: results/<gpu>.json, written atomically under a lock, read back for replay."""
+"""Recorded measurements, one folder per GPU: results/<gpu>/run.json (rows, ceilings, profiles' summaries, each
+entry with the environment it ran in) and results/<gpu>/metrics/<key>.json (a profile's raw Nsight Compute metrics,
+read only by whoever asks for them). Written atomically under a lock, read back for replay, parsed once per change.
+"""
 from __future__ import annotations
 
-import datetime as _dt
 import fcntl
-import functools
 import json
 import os
 from contextlib import contextmanager
@@ -12,16 +13,10 @@ from pathlib import Path
 from .registry import ROOT
 
 RESULTS = ROOT / "results"
-RESULTS_ENV = "GEMM_LADDER_RESULTS"          # point replay (or recording) at another file
+RESULTS_ENV = "GEMM_LADDER_RESULTS"          # point replay (or recording) at another run file
 REFERENCE = "nvidia-h100-80gb-hbm3"          # the GPU the book's outputs were recorded on
-RUN_ENV = "GEMM_LADDER_RUN"                  # one id for every process of a run (ci/gpu.sh sets it)
-
-
-@functools.lru_cache(maxsize=1)
-def run_id() -> str:
-    """This run's id: GEMM_LADDER_RUN if set (so the chapters executed one after another share it), else one id
-    for this process. A row measured earlier in the same run is reused, never measured twice."""
-    return os.environ.get(RUN_ENV) or _dt.datetime.now(_dt.timezone.utc).strftime(f"%Y-%m-%dT%H:%MZ-{os.getpid()}")
+RUN_FILE = "run.json"
+APART = {"profiles": ("raw", "units")}       # the keys of a section's entries kept in metrics/, not in the run file
 
 
 class ResultsError(RuntimeError):
@@ -29,18 +24,27 @@ class ResultsError(RuntimeError):
 
 
 def path_for(slug: str | None = None) -> Path:
+    """The run file of a GPU (by its slug; none: the book's), or the file GEMM_LADDER_RESULTS names."""
     if os.environ.get(RESULTS_ENV):
         return Path(os.environ[RESULTS_ENV])
-    return RESULTS / f"{slug or REFERENCE}.json"
+    return RESULTS / (slug or REFERENCE) / RUN_FILE
 
 
-def load(path: Path | None = None) -> dict:
-    """The recorded results, or an empty record if the file does not exist yet."""
-    path = path or path_for()
-    if path.is_dir():
-        raise ResultsError(f"{path} is a directory, not a results file; point {RESULTS_ENV} at a .json file.")
-    if not path.exists():
-        return {"ceilings": {}, "gemm": {}}
+def metrics_dir(path: Path) -> Path:
+    """Where the raw metrics of a run file's profiles live: metrics/ beside a run.json, <name>.metrics/ beside any
+    other file (so two scratch files in one folder never share one)."""
+    return path.parent / "metrics" if path.name == RUN_FILE else path.with_suffix(".metrics")
+
+
+_CACHE: dict[str, tuple[tuple, dict]] = {}  # path -> ((mtime, size, inode), parsed file)
+
+
+def _stamp(path: Path) -> tuple:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _parse(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -52,6 +56,35 @@ def load(path: Path | None = None) -> dict:
     data.setdefault("ceilings", {})
     data.setdefault("gemm", {})
     return data
+
+
+def load(path: Path | None = None) -> dict:
+    """The recorded results, or an empty record if the file does not exist yet. Parsed once per change of the file
+    (its modification time, size and inode); the sections are the caller's to change, the entries are shared."""
+    path = path or path_for()
+    if path.is_dir():
+        raise ResultsError(f"{path} is a directory, not a results file; point {RESULTS_ENV} at a .json file.")
+    if not path.exists():
+        return {"ceilings": {}, "gemm": {}}
+    stamp, where = _stamp(path), str(path.resolve())
+    cached = _CACHE.get(where)
+    if cached is None or cached[0] != stamp:
+        cached = _CACHE[where] = (stamp, _parse(path))
+    return {section: dict(entries) for section, entries in cached[1].items()}
+
+
+def metrics(section: str, key: str, path: Path | None = None) -> dict:
+    """The keys of an entry kept apart from the run file (a profile's "raw" and "units"), read from its own file;
+    an entry written before they were kept apart still holds them, and {} where there are none."""
+    if section not in APART:
+        return {}
+    path = path or path_for()
+    entry = load(path).get(section, {}).get(key) or {}
+    inline = {k: entry[k] for k in APART.get(section, ()) if k in entry}
+    if inline:
+        return inline
+    file = metrics_dir(path) / f"{key}.json"
+    return json.loads(file.read_text()) if file.exists() else {}
 
 
 @contextmanager
@@ -70,21 +103,32 @@ def writable(path: Path | None = None) -> Path:
     folder writable. Raises ResultsError with one sentence otherwise."""
     path = path or path_for()
     load(path)
-    folder = path.parent if path.parent.exists() else path.parent.parent
+    folder = next(p for p in (path.parent, *path.parents) if p.exists())  # the folder that will hold it
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise ResultsError(f"{path} cannot be written (no permission); set {RESULTS_ENV} to a writable file.")
     return path
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def record(section: str, key: str, entry: dict, path: Path | None = None) -> Path:
-    """Merge one entry into results/<gpu>.json: read, update, write to a temp file, rename over."""
+    """Merge one entry into the run file: read, update, write to a temp file, rename over. Keys kept apart (APART)
+    go to their own file in metrics/ first, so the run file never names metrics that are not there."""
     path = path or path_for()
     with _locked(path):
         data = load(path)  # raises, before anything is written, if the file is unreadable
+        apart = {k: entry[k] for k in APART.get(section, ()) if k in entry}
+        if apart:
+            _write(metrics_dir(path) / f"{key}.json", json.dumps(apart, indent=1, sort_keys=True) + "\n")
+            entry = {k: v for k, v in entry.items() if k not in apart}
         data.setdefault(section, {})[key] = entry
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, path)
+        _write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        _CACHE.pop(str(path.resolve()), None)  # the next load reads what was just written
     return path
 
 
@@ -93,7 +137,7 @@ def gemm_key(rung_id: str, m: int, n: int, k: int) -> str:
 
 
 def record_part(path: Path, part: str, value) -> None:
-    """An experiment's own record, outside the book's run (results/pingpong.json, clusters.json, ...): set one part
+    """An experiment's own record, outside the book's run (experiments/<name>/record.json): set one part
     of it, and under "env" the machine and time that part ran on, so parts from different leases say so."""
     from .gpu import device
     data = json.loads(path.read_text()) if path.exists() else {}
@@ -108,3 +152,9 @@ def recorded_gemm(rung_id: str, m: int, n: int, k: int, path: Path | None = None
 
 def recorded_ceiling(ceiling_id: str, path: Path | None = None) -> dict | None:
     return load(path)["ceilings"].get(ceiling_id)
+
+
+def environments(path: Path | None = None) -> list[dict]:
+    """What the machine said about itself (nvidia-smi and the driver) with every recorded entry of a run file: its
+    SMs, L2, shared memory and highest SM clock. tests/test_hardware.py holds helpers.hardware to the book's."""
+    return [e["env"] for section in load(path).values() for e in section.values() if "env" in e]

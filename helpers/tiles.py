@@ -1,12 +1,13 @@
 """The tile policy: which tile a launch of a rung uses for a problem shape. Rung 10 carries several tiles
 (`Rung.tile_choices`); at full waves the widest is fastest, so a narrower one wins only where it fills a last wave
-that the widest leaves empty. The wave napkin prices that, as cuBLAS's heuristics do; `helpers.launch` applies it,
-and the chapters' explorers and figures draw it. Where no CTA gets a second tile, rungs 10 and 12 also launch
-clusters of one CTA (`solo`).
+that the widest leaves empty. The wave napkin prices that, as cuBLAS's heuristics do; `helpers.launch` applies it
+(`launch_config`), and the chapters' explorers and figures draw it. Where no CTA gets a second tile, rungs 10 and 12
+also launch clusters of one CTA (`solo`). Every choice here is made from the kernels' facts (their constants, read
+from the source with no compile) and the resident clusters the launch passes in: nothing is built here.
 """
 from __future__ import annotations
 
-from .kernel import Kernel, variant
+from .facts import Facts, facts, variant_source
 from .registry import Rung
 
 
@@ -40,19 +41,20 @@ def solo(m: int, n: int, tile_m: int, tile_n: int, sms: int) -> bool:
     """Whether a launch of a rung with `solo_clusters` runs clusters of one CTA: where its CTA tiles (tile_m x
     tile_n, one CTA's) number no more than the SMs, no CTA takes a second tile. A pair then shares one B tile per k
     step and nothing across tiles, and each CTA still waits for its partner's half of B every k step. A measured rule,
-    not a derived one: ci/tune.py found clusters of one ahead at N = 2048 (one tile per CTA) and behind at 4096 and
-    8192 (several); results/solo_clusters.log has rung 10's rows at 1024 and 2048 before and after it."""
+    not a derived one: tools/tune.py found clusters of one ahead at N = 2048 (one tile per CTA) and behind at 4096 and
+    8192 (several); experiments/clusters_of_one has rung 10's rows at 1024 and 2048 before and after it."""
     return (m // tile_m) * (n // tile_n) <= sms
 
 
-def choices(r: Rung) -> list[tuple[dict, Kernel, float]]:
-    """(overrides, kernel, steady rate) of every tile a launch of r may use: its own first, then r.tile_choices."""
-    return [(overrides, variant(r, overrides), rate) for overrides, rate in (({}, 1.0), *r.tile_choices)]
+def choices(r: Rung) -> list[tuple[dict, Facts, float]]:
+    """(overrides, facts, steady rate) of every tile a launch of r may use: its own first, then r.tile_choices."""
+    return [(overrides, facts(r, variant_source(r, overrides)), rate)
+            for overrides, rate in (({}, 1.0), *r.tile_choices)]
 
 
-def _candidate(r: Rung, overrides: dict, kern: Kernel, rate: float) -> tuple[dict, int, int, float]:
+def _candidate(r: Rung, overrides: dict, f: Facts, rate: float) -> tuple[dict, int, int, float]:
     # rows per cluster tile (what M must divide into) and columns per tile
-    return overrides, kern.consts[r.divides.get("M", r.tile[0])], kern.tile[1], rate
+    return overrides, f.consts[r.divides.get("M", r.tile[0])], f.tile[1], rate
 
 
 def tile_candidates(r: Rung) -> list[tuple[dict, int, int, float]]:
@@ -64,3 +66,25 @@ def choose_tile(r: Rung, m: int, n: int, k: int, workers: int) -> list[dict]:
     """pick_tile over r's tiles that fit M x N x K, for `workers` resident clusters."""
     fits = [_candidate(r, *c) for c in choices(r) if c[1].misfit(m, n, k) is None]
     return pick_tile(m, n, fits, workers) if fits else []
+
+
+def fits(r: Rung, m: int, n: int, k: int) -> str | None:
+    """Why no tile of rung r takes M x N x K, in the words of the smallest one, or None where one does. A rung
+    without tile choices answers for its own tile."""
+    own = facts(r).misfit(m, n, k)
+    if own and r.tile_choices:
+        return None if choose_tile(r, m, n, k, 1) else choices(r)[-1][1].misfit(m, n, k)
+    return own
+
+
+def launch_config(r: Rung, m: int, n: int, k: int, workers: int | None, sms: int) -> dict:
+    """The constexpr overrides a launch of rung r at M x N x K uses ({}: the rung as built): the tile the wave
+    napkin picks for `workers` resident clusters of the rung's own build (where r has tile choices), then clusters of
+    one CTA where no CTA of that tile gets a second one (r.solo_clusters, on a chip of `sms` SMs)."""
+    picked, tile = {}, facts(r).tile
+    if r.tile_choices:
+        picked = next(row["config"] for row in choose_tile(r, m, n, k, workers) if row["picked"])
+        tile = next(f.tile for overrides, f, _ in choices(r) if overrides == picked)
+    if r.solo_clusters and solo(m, n, *tile, sms):
+        picked = {**picked, "CLUSTER": 1}
+    return picked

@@ -7,7 +7,7 @@ import numpy as np
 
 from .kernel import faults_explained, variant
 from .launch import random_inputs, validate
-from .ladder import obtain
+from .store import obtain
 from .registry import rung as _rung
 
 

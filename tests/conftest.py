@@ -1,3 +1,4 @@
+import functools
 import os
 import sys
 from pathlib import Path
@@ -28,17 +29,51 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped with the reason when none is present")
     config.addinivalue_line("markers", "slow: takes seconds on a CPU; run first, so that under pytest-xdist the "
                                        "other workers fill in around it instead of waiting for it at the end")
+    config.addinivalue_line("markers", "sweep: draws and checks many figures, seconds each on a CPU; ci/test.sh runs "
+                                       "these in a pass of their own (-m sweep), after the tests-and-nbval pass")
+
+
+@functools.lru_cache(maxsize=1)
+def _why_no_gpu() -> str | None:
+    """Why the GPU tests cannot run in this process (None where they can), asked once."""
+    from helpers.gpu import why_not_live
+    return why_not_live()
+
+
+_UNEXPANDED: dict[str, int] = {}  # a GPU test's node id -> how many parametrized cases it stands for here
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook expands the parametrize marks
+def pytest_generate_tests(metafunc):
+    """Where the GPU tests are skipped, a parametrized GPU test is collected as one item, not one per case (its
+    cases were most of the collected items, each expanded only to be skipped); pytest_collection_modifyitems skips
+    it with the reason and the number of cases. Where a GPU can run them, nothing changes: every case is an item."""
+    definition = metafunc.definition
+    marks = list(definition.iter_markers("parametrize"))
+    if not marks or definition.get_closest_marker("gpu") is None or not _why_no_gpu():
+        return
+    if any(m not in definition.own_markers for m in marks):  # a class or module parametrizes it: leave it whole
+        return
+    names, cases = [], 1
+    for m in marks:
+        argnames = m.args[0] if m.args else m.kwargs["argnames"]
+        argvalues = m.args[1] if len(m.args) > 1 else m.kwargs["argvalues"]
+        names += [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+        cases *= len(list(argvalues))
+    definition.own_markers = [m for m in definition.own_markers if m.name != "parametrize"]
+    metafunc.parametrize(names, [(None,) * len(names)], ids=[f"{cases}-cases"])
+    _UNEXPANDED[definition.nodeid] = cases
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks added here
 def pytest_collection_modifyitems(config, items):
-    from helpers.gpu import why_not_live
-    reason = why_not_live()
+    reason = _why_no_gpu()
     if reason:
-        skip = pytest.mark.skip(reason=f"GPU test: {reason}")
         for item in items:
             if "gpu" in item.keywords:
-                item.add_marker(skip)
+                cases = _UNEXPANDED.get(item.nodeid.split("[")[0])
+                also = f" ({cases} parametrized cases, expanded only where a GPU runs them)" if cases else ""
+                item.add_marker(pytest.mark.skip(reason=f"GPU test: {reason}{also}"))
     items.sort(key=lambda item: "slow" not in item.keywords)  # stable: otherwise in collection order
 
 
@@ -50,29 +85,12 @@ def tmp_results(tmp_path, monkeypatch):
     return path
 
 
-@pytest.fixture
-def ci_script(monkeypatch):
-    """Load one of ci/'s experiment scripts as a module: ci_script("pingpong"). Imported, a script points recording
-    at a scratch file of its own; this keeps the test session's results where they were."""
-    import importlib.util
-    from helpers import results
-    from helpers.registry import ROOT
-    monkeypatch.setenv(results.RESULTS_ENV, str(results.path_for()))
-
-    def load(name: str):
-        spec = importlib.util.spec_from_file_location(name, ROOT / "ci" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    return load
-
-
 def refusal(r, m: int, n: int, k: int) -> list[str] | None:
     """What validate() must say about M x N x K for rung r, worked out here from the rung's own constexprs: None
     where one of its tiles divides the shape, else the parts its one sentence must hold: the rung, the first
     dimension no tile divides with its value, the multiple it needs, the padded size, and the way out. A rung with
     tile choices (rung 10) needs the multiple of its most permissive tile."""
-    from helpers.compiler import apply_config, read_consts
+    from helpers.csource import apply_config, read_consts
     text = r.path.read_text()
     tiles = [read_consts(apply_config(text, {**r.config, **extra})) for extra, _ in (({}, 1.0), *r.tile_choices)]
     dims = [(dim, value) for dim, value in (("M", m), ("N", n), ("K", k)) if dim in r.divides]

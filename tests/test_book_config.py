@@ -1,4 +1,4 @@
-"""The book's repository, launch buttons and the notebooks' set-up cell (ci/set_repository.py) agree, and the
+"""The book's repository, launch buttons and the notebooks' set-up cell (tools/set_repository.py) agree, and the
 set-up cell does what it says: nothing in a clone, a clone of the course where the notebook stands alone."""
 import shutil
 import subprocess
@@ -10,9 +10,9 @@ import pytest
 nbformat = pytest.importorskip("nbformat", reason="the book's notebook tooling (nbformat) is not installed here")
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed here")
 
+from tools import set_repository  # noqa: E402 - after the skips above: it imports nbformat and yaml
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "ci"))
-import set_repository  # noqa: E402
 
 
 def _config(root=ROOT) -> dict:
@@ -30,7 +30,7 @@ def test_every_notebook_starts_with_the_setup_cell_for_the_configured_repository
     assert len(paths) == sum(len(part["chapters"]) for part in toc["parts"])  # every page is a notebook
     for path in paths:
         cell = _first_code_cell(path)
-        assert cell.source == want, f"{path.name}: run `python3 ci/set_repository.py` to refresh its set-up cell"
+        assert cell.source == want, f"{path.name}: run `python3 -m tools.set_repository` to refresh its set-up cell"
         assert cell.metadata.get("tags") == ["remove-cell"], f"{path.name}: the set-up cell must be hidden in the book"
         assert cell.metadata.get("jupyter") == {"source_hidden": True}, f"{path.name}: collapse the set-up cell in Lab"
 

@@ -4,7 +4,8 @@ import re
 import pytest
 
 from helpers import PROBES, RUNGS, CompileError, build, opcode_families, rung
-from helpers.compiler import parse_ptxas, read_consts, sass_inventory
+from helpers.compiler import parse_ptxas, sass_inventory
+from helpers.csource import read_consts
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
@@ -91,7 +92,7 @@ def test_compile_error_names_the_line():
 def test_a_missing_semicolon_is_named_where_it_belongs_and_warnings_wait():
     # the compiler notices a missing ';' at the next token, two lines down past a blank line here; the message
     # names the line the ';' belongs to, and leaves out the warnings the broken parse sets off (#607-D, #12-D)
-    from helpers.playground import source
+    from helpers.csource import source
     r = next(x for x in RUNGS if x.id == "04_swizzle")
     lines = source(r.id).splitlines()
     culprit = next(i for i, l in enumerate(lines, 1) if l.startswith("static_assert(MMA_N % 2 == 0"))
@@ -152,7 +153,7 @@ def test_sm80_kernels_also_build_for_an_a100(r):
 @pytest.mark.parametrize("r", [r for r in RUNGS if "USETMAXREG" in r.sass_has], ids=lambda r: r.id)
 def test_setmaxnreg_splits_fit_the_pool_the_cta_got_at_launch(r):
     # setmaxnreg.inc takes registers from the CTA's pool, which ptxas fixed at launch: registers x threads.
-    from helpers.explore import register_budget
+    from helpers.models import register_budget
     b = build(r)
     c = b.consts
     need = 128 * c["PRODUCER_REGS"] + 128 * c["CONSUMERS"] * c["CONSUMER_REGS"]
@@ -163,8 +164,8 @@ def test_setmaxnreg_splits_fit_the_pool_the_cta_got_at_launch(r):
 
 def test_a_split_past_the_pool_is_refused_at_compile_time():
     # 32 + 2 x 240 over 128 threads each is 65,536: the SM's file, but 1,024 more than the 64,512 the CTA gets.
-    from helpers.compiler import CompileError, apply_config
-    from helpers.explore import register_budget
+    from helpers.csource import CompileError, apply_config
+    from helpers.models import register_budget
     assert not register_budget(32, 240)["fits"] and register_budget(24, 240)["fits"]
     r = rung("09_setmaxnreg")
     with pytest.raises(CompileError, match="given at launch"):
@@ -173,7 +174,7 @@ def test_a_split_past_the_pool_is_refused_at_compile_time():
 
 def test_chapter_01_register_tile_limits_are_what_ptxas_reports():
     # Chapter 01's common mistakes: a 16 x 8 patch per thread still fits, a 16 x 16 patch (256 accumulators) spills.
-    from helpers.compiler import apply_config
+    from helpers.csource import apply_config
     r = rung("01_blocktile_2d")
     fits = build(r, source=apply_config(r.path.read_text(), {"TM": 16})).resources[r.entry]
     spills = build(r, source=apply_config(r.path.read_text(), {"TM": 16, "TN": 16})).resources[r.entry]
@@ -206,7 +207,7 @@ def test_the_xor_swizzle_is_written_once():
 
 def test_chapter_05_ablation_changes_one_thing_a_step():
     """Chapter 05 cuts rung 04 -> 05 into single changes; its napkin quotes these build facts."""
-    from helpers.explore import blocks_per_sm
+    from helpers.models import blocks_per_sm
     ids = ["04_swizzle", "05_warp_64x64", "05_one_stage", "05_double_buffer", "05_cp_async"]
     assert [r.id for r in RUNGS if r.id in ids] == ids, "the chain must stay in this order in RUNGS"
     facts = []

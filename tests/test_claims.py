@@ -38,7 +38,7 @@ def _l2(data, who, n, field):
 
 def test_the_book_shows_one_run(data):
     """Every timed number the chapters replay comes from one run. The Nsight Compute sections (profiles, l2_schedule,
-    bank_conflicts) keep whole entries from the run that took them (ci/prune_results.py), each naming its run, and
+    bank_conflicts) keep whole entries from the run that took them (tools/prune_results.py), each naming its run, and
     the figures and prose that quote them say which."""
     shown = {e.get("run") for section in TIMED for e in data.get(section, {}).values()}
     assert len(shown) == 1 and None not in shown, f"entries from several runs (or none): {shown}"
@@ -170,22 +170,15 @@ def test_chapter_10_profile_numbers_are_the_recorded_ones(data):
 
 
 def _bf16_stores_rounds(*experiments: int) -> dict:
-    """{(N, variant): [TFLOP/s of each round]} from results/bf16_stores.log, over the sections of the given
-    experiments (each opens with a line `# K. ...`), so that a variant timed in two experiments is not pooled across
-    their calls."""
-    import re
-    log = (ROOT / "results" / "bf16_stores.log").read_text()
-    rates = {}
-    for section in re.split(r"^# (?=\d\. )", log, flags=re.M):
-        if section[:1].isdigit() and int(section[0]) in experiments:
-            for n, name, tflops in re.findall(r"N=(\d+) round \d (.+?)\s{2,}([\d.]+) TFLOP/s", section):
-                rates.setdefault((int(n), name.strip()), []).append(float(tflops))
-    return rates
+    """{(N, variant): [TFLOP/s of each round]} from experiments/bf16_stores's record, over the given experiments, so
+    that a variant timed in two experiments is not pooled across their calls."""
+    from experiments.bf16_stores import rounds
+    return rounds(*experiments)
 
 
 def _bf16_stores_medians(*experiments: int) -> dict:
-    import statistics
-    return {k: statistics.median(v) for k, v in _bf16_stores_rounds(*experiments).items()}
+    from experiments.bf16_stores import medians
+    return medians(*experiments)
 
 
 def test_chapter_10_bf16_c_step_names_its_cause_from_the_recorded_experiment():
@@ -201,10 +194,10 @@ def test_chapter_10_bf16_c_step_names_its_cause_from_the_recorded_experiment():
     assert says(text, "`results/bf16_stores.log`")
 
 
-def test_chapter_10_names_the_paired_stores_and_their_measured_gain(monkeypatch):
+def test_chapter_10_names_the_paired_stores_and_their_measured_gain():
     """Experiment 3 of ci/bf16_stores.py: the factors the prose quotes are the log's medians, in the same rounds, and
     the paired kernel's SASS is what the prose counts (32 shuffles, 32 eight-byte stores, for 64 four-byte ones)."""
-    import importlib.util
+    from experiments.bf16_stores.build import pairs
     from helpers import build
     med = _bf16_stores_medians(3)
     paired, built, nine = "lanes paired, 8 B", "10_bf16_c as built", "09 as built (fp32 C)"
@@ -214,11 +207,7 @@ def test_chapter_10_names_the_paired_stores_and_their_measured_gain(monkeypatch)
     text = _markdown("10_beyond_cublas.ipynb")
     assert says(text, "1.11 times the rate of `10_bf16_c` as built at N = 4096 and 1.06 times at 8192, and at 1.08 and "
                       "1.01 times rung 09's") and says(text, "at 0.97 and 0.95 of rung 09 in those rounds")
-    monkeypatch.setenv("GEMM_LADDER_RESULTS", "/tmp/bf16_stores_scratch.json")  # what the script sets: undone after
-    spec = importlib.util.spec_from_file_location("bf16_stores", ROOT / "ci" / "bf16_stores.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    variants = dict((name, src) for name, src, *_ in list(module.pairs())[2][1])
+    variants = dict((name, src) for name, src, *_ in list(pairs())[2][1])
     b, a = build("10_bf16_c", source=variants[paired]), build("10_bf16_c", source=variants[built])
     inv, before = b.inventory(next(iter(b.resources))), a.inventory(next(iter(a.resources)))
     assert (inv.get("SHFL.BFLY"), inv.get("STG.E.64"), inv.get("STG.E")) == (32, 32, None)
@@ -269,12 +258,12 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
 
 
 def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measured(data):
-    """Rung 10 at N = 1024 and 2048, measured twice in run 13:27Z: in pairs (results/solo_clusters.log, "replaced")
-    and with clusters of one ("recorded", the row results/ kept then); chapter 10 quotes both, and the step-6 factor's
-    two parts. The book's run (18:01Z) measured those shapes once more, with clusters of one, as the launch picks."""
-    log = [json.loads(line) for line in (ROOT / "results" / "solo_clusters.log").read_text().splitlines()
-           if line.startswith("{")]
-    rows = {(e["what"], e["n"]): e for e in log}
+    """Rung 10 at N = 1024 and 2048, measured twice in run 13:27Z: in pairs (experiments/clusters_of_one,
+    "replaced") and with clusters of one ("recorded", the row results/ kept then); chapter 10 quotes both, and the
+    step-6 factor's two parts. The book's run (18:01Z) measured those shapes once more, with clusters of one, as the
+    launch picks."""
+    from experiments.clusters_of_one import rows as recorded_rows
+    rows = recorded_rows()
     text = _markdown("10_beyond_cublas.ipynb")
     for n in (1024, 2048):
         was, now = rows["replaced", n], rows["recorded", n]
@@ -309,14 +298,10 @@ def test_clusters_of_one_where_no_cta_takes_a_second_tile_are_what_the_run_measu
 
 
 def test_chapter_10_says_the_cluster_step_does_not_pay_at_4096_after_the_tma_store_either():
-    """ci/bf16_stores.py experiment 7 (results/bf16_stores.log, section 7): the cluster step moved after the TMA store
+    """ci/bf16_stores.py experiment 7 (experiments/bf16_stores's record): the cluster step moved after the TMA store
     loses at 4096 and pays at 8192; chapter 10 quotes the medians of its five rounds."""
     import statistics
-    log = (ROOT / "results" / "bf16_stores.log").read_text()
-    seven = log[log.index("\n# 7."):]
-    got: dict = {}
-    for n, name, tflops in re.findall(r"^N=(\d+) round \d (.+?)\s+([\d.]+) TFLOP/s", seven, re.M):
-        got.setdefault((int(n), name.strip()), []).append(float(tflops))
+    got = _bf16_stores_rounds(7)
     med = {k: statistics.median(v) for k, v in got.items()}
     assert all(len(v) == 5 for v in got.values()) and len(got) == 8
     before = {n: med[n, "TMA store, no clusters"] for n in (4096, 8192)}
@@ -583,7 +568,7 @@ def test_chapter_09_wide_tile_spills_without_setmaxnreg_and_not_with_it(data):
     prose quotes the run's rows and profiles."""
     import difflib
     from helpers import build, rung
-    from helpers.report import built_source
+    from helpers.csource import built_source
 
     def changed(a, b):
         x, y = built_source(rung(a))[1], built_source(rung(b))[1]
@@ -689,7 +674,7 @@ def test_chapter_08_same_tile_claims_hold(data):
 
 def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
     from helpers import build, rung
-    from helpers.explore import blocks_per_sm
+    from helpers.models import blocks_per_sm
     text = _markdown("01_fp32_simt.ipynb")
     b4, b5 = (build(rung(r)) for r in ("01_blocktile_2d", "01_vectorized"))
     for b, r in ((b4, "01_blocktile_2d"), (b5, "01_vectorized")):
@@ -705,11 +690,11 @@ def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
 
 
 def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
-    """Ping-pong's napkin: L2 bytes per k step from step 3's byte count (explore.l2_bytes_per_k_tile on the rung's
+    """Ping-pong's napkin: L2 bytes per k step from step 3's byte count (models.l2_bytes_per_k_tile on the rung's
     own constexprs), at the rate of cuBLAS in the run (the rate to beat), against the roofs of the path rung 10
     loads through: TMA at a GEMM's working set (what L2 supplies) and TMA multicast (what lands in both CTAs)."""
-    from helpers.compiler import apply_config, read_consts
-    from helpers.explore import l2_bytes_per_k_tile
+    from helpers.csource import apply_config, read_consts
+    from helpers.models import l2_bytes_per_k_tile
     from helpers.registry import rung
     text = _markdown("10_beyond_cublas.ipynb")
     assert not says(text, "that chapter 00 measured for L2")  # the LDG probe is rungs 01-06's path, not this one's
@@ -748,7 +733,7 @@ def test_chapter_10_ping_pong_napkin_quotes_the_recorded_l2_ceiling(data):
 def test_chapter_10_ping_pong_section_quotes_its_record():
     """The ping-pong experiment (ci/pingpong.py, outside the run): its record's timings, its trace's cycles and bytes,
     and the parity trap the turns prevent, as chapter 10 quotes them."""
-    from helpers.figures.ch10 import _pingpong_consts, pingpong_phases, pingpong_record
+    from experiments.pingpong import consts as _pingpong_consts, phases as pingpong_phases, record as pingpong_record
     rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
     rows = {tuple(r["shape"]): r for r in rec["time"]}
     five = {s: r["ping-pong, 5 stages"]["tflops"] / r["cooperative"]["tflops"] for s, r in rows.items()}
@@ -793,7 +778,7 @@ def test_chapter_10_ping_pong_section_quotes_its_record():
 def test_chapter_10_ping_pong_profile_and_control_quote_the_record(data):
     """Chapter 10's reading of the ping-pong profiles (N = 8192) and of the GROUP_M = 16 control, and the round-trip
     inference drawn from the trace's two ring depths."""
-    from helpers.figures.ch10 import pingpong_phases, pingpong_record
+    from experiments.pingpong import phases as pingpong_phases, record as pingpong_record
     rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
     p = rec["profile"]
     co, p4, p5 = p["cooperative"], p["ping-pong"], p["ping-pong, 5 stages"]
@@ -836,7 +821,7 @@ def test_chapter_10_ping_pong_profile_and_control_quote_the_record(data):
 def test_chapter_10_ping_pong_follow_ups_quote_the_record():
     """The 128 x 128 ping-pong (which refutes the round-trip guess) and the one-consumer control, each from its own
     lease (ci/pingpong.py square and single), as chapter 10 reads them."""
-    from helpers.figures.ch10 import pingpong_phases, pingpong_record
+    from experiments.pingpong import phases as pingpong_phases, record as pingpong_record
     rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
     sq = {x: pingpong_phases(x, rec, "square") for x in ("cooperative", "ping-pong, 128 x 128")}
     one = {x: pingpong_phases(x, rec, "single")
@@ -875,7 +860,7 @@ def test_chapter_10_ping_pong_follow_ups_quote_the_record():
 
 def test_chapter_10_two_groups_in_flight_quote_the_record():
     """The third follow-up (ci/pingpong.py issue): two wgmma groups in flight make every build slower."""
-    from helpers.figures.ch10 import pingpong_phases, pingpong_record
+    from experiments.pingpong import phases as pingpong_phases, record as pingpong_record
     rec, text = pingpong_record(), _markdown("10_beyond_cublas.ipynb")
     ph = {x: pingpong_phases(x, rec, "issue") for x in ("cooperative", "cooperative, two groups", "one consumer",
                                                        "one consumer, two groups", "ping-pong, 5 stages, two groups")}
@@ -897,9 +882,9 @@ def test_chapter_10_two_groups_in_flight_quote_the_record():
 def test_chapter_10_split_k_quotes_its_record(data):
     """Chapter 10's split-K section: its napkin from the hardware and the run's TMA roof, and its measurement from
     ci/splitk.py's record (outside the run)."""
-    from helpers.figures.ch10 import SPLITK_RECORD
+    from experiments.splitk import record
     from helpers.hardware import TENSOR_FLOP_PER_CLK
-    rec, text = json.loads(SPLITK_RECORD.read_text()), _markdown("10_beyond_cublas.ipynb")
+    rec, text = record(), _markdown("10_beyond_cublas.ipynb")
     rows = {tuple(r["shape"]): r for r in rec["time"]}
     one = rows[(1024,) * 3]
     assert one["rung 10"]["tile"] == [128, 128] and one["rung 10"]["grid"] == 64
@@ -926,32 +911,35 @@ def test_chapter_10_split_k_quotes_its_record(data):
     assert says(text, f"cuBLAS runs 1024³ in {one['cublas_best']['us']:.2f} µs")
 
 
-def test_ci_splitk_patches_the_kernel_as_it_is(ci_script):
-    """ci/splitk.py finds every anchor of its patch in chapter 10's file, once."""
-    sk = ci_script("splitk")
+def test_splitk_builds_are_configs_of_its_kernel():
+    """The split-K experiment's builds are experiments/splitk/splitk.cu with SPLITS set: the workspace, the split's
+    k range, and chapter 10's constants on rung 10's 128 x 128 tile (a real file, no patch of chapter 10's)."""
+    from helpers.csource import read_consts
+    from experiments.splitk import build as sk
     for splits in (2, 3, 4):
         src = sk.split_source(splits)
         assert f"constexpr int SPLITS = {splits};" in src and "splitk_ws[" in src and "kt + kk > k0" in src
+    c, ten = read_consts(sk.source()), read_consts(sk.unsplit_source())
+    assert c["UNITS_PER_TILE"] == c["SPLITS"] == 1
+    assert all(c[k] == ten[k] for k in ("BM", "BN", "BK", "CLUSTER", "STAGES", "C_BUFFERS", "THREADS")), (c, ten)
 
 
-def test_ci_pingpong_instruments_the_kernel_as_it_is(ci_script):
-    """ci/pingpong.py's patches find their anchors in chapter 10's file (PINGPONG_PATCH, then STACK or the issue
-    patch) and its trace adds one stamp per anchor; a kernel edit that moves them fails here, not on the GPU. With
-    PINGPONG = 0 the patched file is the file, plus the switch: the same constants."""
-    from helpers.compiler import read_consts
-    from helpers.figures.ch10 import PINGPONG_VARIANTS, pingpong_source
-    from helpers.playground import source
-    ping = ci_script("pingpong")
-    plain, patched = read_consts(source("10_stmatrix")), read_consts(pingpong_source())
-    assert {k: v for k, v in patched.items() if k not in ("PINGPONG", "SLOT_READERS")} == plain
-    for name in PINGPONG_VARIANTS:
-        traced = ping.traced(ping.source_of(name) or pingpong_source())
-        assert traced.count("clock64()") == 3 and "pingpong_trace[" in traced, name
-    for name in ping.SQUARE_TILE:  # the 128 x 128 build: every STACK anchor found once, and still traceable
-        src = ping.source_of(name)
-        assert "float acc[M_WGMMAS][WGMMA_N / 2];" in src and ping.traced(src).count("clock64()") == 3
-    for name in ping.ISSUE:  # the issue experiments' patches apply, and their builds stay traceable
-        assert ping.traced(ping.source_of(name)).count("clock64()") == 3, name
+def test_pingpong_builds_are_configs_of_its_kernel():
+    """The ping-pong experiment's kernel (experiments/pingpong/pingpong.cu) with every switch at its default has
+    chapter 10's constants (10_stmatrix's file, less the two switches it never builds: C_BF16 and EPILOGUE), every
+    build is a config of it, and its trace is one switch that adds the three stamps."""
+    from helpers.csource import read_consts, source
+    from experiments.pingpong import build as pp
+    own = {"PINGPONG", "M_WGMMAS", "WGMMA_GROUPS", "TRACE", "TRACE_TILES", "CONSUMER_ROWS", "SLOT_READERS"}
+    plain, mine = read_consts(source("10_stmatrix")), read_consts(pp.source())
+    assert {k: v for k, v in mine.items() if k not in own} == \
+        {k: v for k, v in plain.items() if k not in ("C_BF16", "EPILOGUE")}
+    assert pp.source().count("clock64()") == 3 and pp.TRACE_TILES == mine["TRACE_TILES"]
+    for name, config in pp.BUILDS.items():
+        c = read_consts(pp.source_of(name, traced=True))
+        assert c["TRACE"] == 1 and all(c[k] == v for k, v in config.items()), name
+    assert (read_consts(pp.source_of("ping-pong, 128 x 128"))["BM"], read_consts(pp.source_of("ping-pong"))["BM"]) == \
+        (128, 64)
 
 
 def test_chapter_10_profile_panels_name_the_recorded_limit(data):
@@ -1006,7 +994,7 @@ SHIFTS = {"06_wgmma_m64n64"}  # 05 -> 06 (01 -> 02 changes the dtype, so no step
 def test_the_main_path_rises_step_by_step_except_where_it_says_why(data):
     from helpers.ladder import Row
     from helpers.registry import MAIN
-    from helpers.report import climb_steps
+    from helpers.tables import climb_steps
     rows = [Row.from_entry(data["gemm"][results.gemm_key(r, n, n, n)], "recorded") for r in MAIN for n in (4096, 8192)]
     steps = climb_steps(rows)
     hopper = MAIN[MAIN.index("06_wgmma_m64n64"):]
@@ -1018,7 +1006,7 @@ def test_the_main_path_rises_step_by_step_except_where_it_says_why(data):
 def test_chapter_11_names_each_flat_step_with_its_factor(data):
     from helpers.ladder import Row
     from helpers.registry import MAIN
-    from helpers.report import climb_steps
+    from helpers.tables import climb_steps
     rows = [Row.from_entry(data["gemm"][results.gemm_key(r, n, n, n)], "recorded") for r in MAIN for n in (4096, 8192)]
     factor = {(s["rung"], s["n"]): s["factor"] for s in climb_steps(rows)}
     text = _markdown("11_the_climb.ipynb")
@@ -1027,7 +1015,7 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
     v = {n: data["variants"][f'{FINAL}:{{"SCHEDULE": 0}}@{n}']["tflops"] / data["variants"][f"{FINAL}:{{}}@{n}"]["tflops"]
          for n in (4096, 8192)}
     assert says(text, f"row order {1 - v[4096]:.1%} behind at 4096 and {1 - v[8192]:.0%} at 8192")
-    from helpers.report import diff_size
+    from helpers.listing import diff_size
     d = lambda a, b: diff_size(a, b)  # noqa: E731
     assert says(text, f"{d('10_persistent', '10_bf16_c')} lines for bf16 C (the switch and the store it selects), "
                       f"{d('10_bf16_c', '10_cluster')} for the pairs with the fourth stage, "
@@ -1063,7 +1051,7 @@ def test_chapter_11_names_each_flat_step_with_its_factor(data):
 def test_chapter_10_cluster_shapes_match_their_record():
     # ci/clusters.py's record (outside the run): four cluster shapes of one patched source, rung 10 and cuBLAS in the
     # same rounds per shape, and Nsight Compute at 8192
-    from helpers.figures.ch10 import CLUSTER_SHAPES, cluster_l2_kib, clusters_record
+    from experiments.clusters import SHAPES as CLUSTER_SHAPES, l2_kib as cluster_l2_kib, record as clusters_record
     rec, text = clusters_record(), _markdown("10_beyond_cublas.ipynb")
     rows = {tuple(r["shape"]): r for r in rec["time"]}
     big = [r for s, r in rows.items() if min(s[:2]) >= 4096]
@@ -1105,8 +1093,8 @@ def test_chapter_10_cluster_shapes_match_their_record():
 def test_chapter_10_one_warpgroup_probe_matches_its_record():
     # ci/wgmma_issue.py: chapter 00's wgmma probe with one warpgroup per SM or two, with and without a consumer's
     # handshake, the same wgmmas, the same rounds; three earlier runs kept beside the last
-    from helpers.figures.ch10 import WGMMA_ISSUE_RECORD
-    rec, text = json.loads(WGMMA_ISSUE_RECORD.read_text()), _markdown("10_beyond_cublas.ipynb")
+    from experiments.wgmma_issue import record
+    rec, text = record(), _markdown("10_beyond_cublas.ipynb")
     rates = [e["tflops"] for e in rec["time"].values()]
     assert max(rates) / min(rates) < 1.004 and len(rates) == 6
     assert {e["handshake"] for e in rec["time"].values()} == {0, 1}
@@ -1123,8 +1111,8 @@ def test_chapter_10_one_warpgroup_probe_matches_its_record():
 
 def test_chapter_10_small_tiles_match_their_record():
     # ci/small_tiles.py: one consumer on 64-row tiles beside rung 10 as it launches, same rounds per shape
-    from helpers.figures.ch10 import SMALL_TILES_RECORD
-    rec, text = json.loads(SMALL_TILES_RECORD.read_text()), _markdown("10_beyond_cublas.ipynb")
+    from experiments.small_tiles import record
+    rec, text = record(), _markdown("10_beyond_cublas.ipynb")
     rows = {tuple(r["shape"]): r for r in rec["time"]}
     one, long_k = rows[(1024,) * 3], rows[(1024, 1024, 4096)]
     r10, solo, pair = one["rung 10"], one["64 x 128, clusters of one"], one["64 x 128, pairs"]
@@ -1148,8 +1136,8 @@ def test_chapter_10_small_tiles_match_their_record():
 
 def test_chapter_11_ladder_orders_match_their_record():
     # ci/ladder_orders.py: chapter 10's 32 builds in one set of rounds, every order of its five steps
-    from helpers.registry import ROOT
-    rec = json.loads((ROOT / "results" / "ladder_orders.json").read_text())
+    from experiments.ladder_orders import record
+    rec = record()
     text = _markdown("11_the_climb.ipynb")
     t, orders = rec["time"], {o["order"]: o for o in rec["orders"]}
     f = lambda a, b, n: t[n][b]["tflops"] / t[n][a]["tflops"]  # noqa: E731
@@ -1178,26 +1166,28 @@ def test_chapter_11_ladder_orders_match_their_record():
     assert max(steps) <= 1.06 + 5e-3 and max(s[n]["factor"] for s in orders["PEFCS"]["steps"] for n in t) < 1.065
 
 
-def test_ci_experiment_builds_compile_as_described(ci_script):
-    """The experiments' builds (ci/clusters.py's patch, ci/fp8_promoted.py's every-256-k build, ci/small_tiles.py's
-    one-consumer tiles, ci/ladder_orders.py's lattice) find their anchors and compile without spills, with the
-    constants and instructions each script's docstring describes. Runs without a GPU (NVRTC)."""
+def test_experiment_builds_compile_as_described():
+    """The experiments' builds (experiments/clusters' kernel, fp8_promoted's every-256-k build, small_tiles'
+    one-consumer tiles, ladder_orders' lattice) compile without spills, with the constants and instructions each
+    experiment describes. Runs without a GPU (NVRTC)."""
+    from experiments.clusters import build as cl
+    from experiments.fp8_promoted import build as fp
+    from experiments.ladder_orders import build as lo
+    from experiments.small_tiles import build as st
     from helpers.kernel import kernel
     from helpers.registry import rung
-    cl = ci_script("clusters")
     for name, (cm, cn) in cl.SHAPES_OF.items():
         k = kernel(rung("10_stmatrix"), cl.cluster_source(cm, cn))
         c, res = k.consts, k.build.resources["gemm_beyond_cublas"]
         assert (c["CLUSTER"], c["A_BOX_ROWS"], c["B_BOX_ROWS"]) == (cm * cn, 128 // cn, 256 // cm), name
+        assert (c["UNIT_M"], c["UNIT_N"]) == (128 * cm, 256 * cn), name
         assert res.spill_stores == res.spill_loads == 0
         assert bool(k.build.count("UTMALDG.2D.MULTICAST", "gemm_beyond_cublas")) == (cm * cn > 1), name
-    k = kernel(rung("12_fp8"), ci_script("fp8_promoted").every_256())
+    k = kernel(rung("12_fp8"), fp.every_256())
     assert (k.consts["PROMOTE"], k.consts["BN"]) == (2, 128) and k.build.count("QGMMA.64x128x32", "gemm_fp8")
-    st = ci_script("small_tiles")
     for name in st.BUILDS:
         k = kernel(rung("10_stmatrix"), st.build_source(name))
         assert k.consts["CONSUMERS"] == 1 and k.consts["BM"] == 64 and k.consts["THREADS"] == 256, name
-    lo = ci_script("ladder_orders")
     assert len(lo.BUILDS) == 32 and lo.name("PCSEF") == "PCSEF" and lo.name("") == "-----"
     for on in ("", "CS", "PEF"):
         r, src = lo.build(on)
@@ -1241,7 +1231,8 @@ def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage_as_the_run_meas
 def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     """Step 1's "why persistence comes first": the one-block-per-tile bf16 kernel (10_bf16_c_per_tile) beside rung 09
     at 8192 in this run (its rate, spread and DRAM reads), and ci/bf16_c_8192.py's profiles of the variants
-    (results/bf16_c_8192_causes.log, names as they were then); and step 1's napkin against its measurement."""
+    (experiments/bf16_c_8192's record, its causes part, names as they were then); and step 1's napkin against its
+    measurement."""
     text = _markdown("10_beyond_cublas.ipynb")
     row = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
     t, nine = row("10_bf16_c_per_tile", 8192), row("09_setmaxnreg", 8192)
@@ -1252,10 +1243,8 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
                       f"{gb('09_setmaxnreg'):.2f}")
     assert t["tflops_iqr"][0] < nine["tflops_iqr"][1] * 1.01 and gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg")
     assert all(abs(gb(w) - gb("09_setmaxnreg")) < 0.02 for w in ("10_persistent", "10_bf16_c"))  # "with either C"
-    log = (ROOT / "results" / "bf16_c_8192_causes.log").read_text()
-    read = {}
-    for name, got in re.findall(r"^(\S+) launch \d: ([\d.]+) GB read", log, re.M):
-        read.setdefault(name, []).append(got)
+    from experiments.bf16_c_8192 import dram_read_gb
+    read = {name: [f"{gb:.2f}" for gb in launches] for name, launches in dram_read_gb().items()}
     assert read == {"09_setmaxnreg": ["2.31", "2.31"], "09_cluster_launch": ["2.31", "2.31"],
                     "09_bf16_c": ["2.89", "3.02"], "10_bf16_c": ["2.31", "2.96"],
                     "10_bf16_c_no_cluster_launch": ["2.93", "2.95"], "10_persistent": ["2.31", "2.31"]}, read

@@ -3,7 +3,6 @@ the CPU demos, from the same seeded model the notebook runs), so a re-recorded r
 here until the prose is changed too. Runs without a GPU."""
 import json
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -46,8 +45,7 @@ def _algorithm(label):
 
 
 def _crosscheck_bar():
-    sys.path.insert(0, str(ROOT / "ci"))
-    import crosscheck
+    from tools import crosscheck
     return 100 * crosscheck.GAP
 
 
@@ -66,7 +64,7 @@ def test_chapter_12_climb_and_target(data, text):
                                                        if "fast" not in name) for n in (4096, 8192)}
     assert says(text, f"rung 12 is {promoted[4096] - 1:.1%} and {promoted[8192] - 1:.1%} ahead")
     # how the reference is chosen: the heuristic's first LT_CANDIDATES algorithms (and the autotuner's pick), timed
-    from helpers.timing import LT_CANDIDATES
+    from helpers.cublas import LT_CANDIDATES
     assert says(text, f"times the heuristic's first {WORDS[LT_CANDIDATES]} candidate algorithms (fewer where the "
                       f"heuristic offers fewer), plus the autotuner's pick when it is not among them")
     ref4 = _row(data, FP8, 4096)["cublas_ref"]
@@ -209,7 +207,7 @@ def test_chapter_12_ceiling_and_power(data, text):
 
 
 def test_chapter_12_says_the_4096_back_to_back_row_is_host_bound(data, text, monkeypatch):
-    from helpers.ladder import sustained
+    from helpers.demos import sustained
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     s4, s8 = sustained(FP8, 4096), sustained(FP8, 8192)
     assert s4["host_bound"] == ["cuBLAS"] and s8["host_bound"] == []
@@ -358,7 +356,8 @@ def test_chapter_12_names_the_limit_the_profile_shows():
     recorded profiles, and compares them with rung 10's, which the same figure draws."""
     from helpers.figures import limit_of
     from helpers.figures.profile import ROOFS
-    from helpers.ladder import recorded_ceilings, recorded_entry
+    from helpers.ceilings import recorded_ceilings
+    from helpers.ladder import recorded_entry
     nb = json.loads((ROOT / "chapters" / "12_fp8.ipynb").read_text())
     ids = [c["id"] for c in nb["cells"]]
     i = ids.index("c12-profile-md")
@@ -389,7 +388,7 @@ def test_chapter_12_names_the_limit_the_profile_shows():
 
 def test_chapter_12_promoted_section_matches_its_record(text):
     # ci/fp8_promoted.py's record (outside the run): the builds and both cuBLASLt modes, same rounds per shape
-    from helpers.figures.ch12 import LT_FAST, LT_PROMOTED, promoted_record
+    from experiments.fp8_promoted import LT_FAST, LT_PROMOTED, record as promoted_record
     rec = promoted_record()
     every = "12_fp8_promoted, every 256 k"
     rows = {tuple(r["shape"]): r for r in rec["time"]}

@@ -54,7 +54,8 @@ def test_chapter_06_names_the_load_path_and_not_shared_memory(data):
     narrow, wide = limit_of("06_wgmma_m64n64", 4096), limit_of("06_wgmma_wide", 4096)
     assert narrow["l2_fraction_of_roof"] > 0.9 and narrow["roof"] == "l2_read"
     assert wide["l2_fraction_of_roof"] < narrow["l2_fraction_of_roof"] and wide["top_stall"] == "barrier"
-    banks = _entry("06_wgmma_m64n64", 4096)["raw"]["l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed"]
+    raw = results.metrics("profiles", "06_wgmma_m64n64@4096")["raw"]  # kept apart from the run file
+    banks = raw["l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed"]
     assert says(md, f"the banks serve reads {banks:.0f}% of the time") and banks < 50
     c = data["ceilings"]
     share = c["hgmma_n64_random"]["value"] / c["hgmma_peak_random"]["value"]
@@ -64,7 +65,7 @@ def test_chapter_06_names_the_load_path_and_not_shared_memory(data):
 
 
 def test_chapter_01_measures_what_the_second_block_buys(data):
-    """Rung 4 held to 128 registers (MIN_BLOCKS = 2, ci/tune.py's variant) against rung 4 and rung 5."""
+    """Rung 4 held to 128 registers (MIN_BLOCKS = 2, tools/tune.py's variant) against rung 4 and rung 5."""
     md = "\n".join("".join(c["source"]) for c in json.loads((ROOT / "chapters" / "01_fp32_simt.ipynb").read_text())
                    ["cells"] if c["cell_type"] == "markdown")
     t = lambda r: data["gemm"][results.gemm_key(r, 4096, 4096, 4096)]["tflops"]  # noqa: E731

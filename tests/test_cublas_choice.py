@@ -2,15 +2,13 @@
 per candidate cuBLASLt algorithm (CPU, with a fake Matmul), the fastest same-output median wins (CPU, with fake
 Timings), and the Nsight Compute cross-check compares like with like (CPU, with a fake ncu). One GPU test runs it."""
 import json
-import sys
 
 import pytest
 
 from helpers import rung
 from helpers.registry import ROOT
-from helpers.timing import LT_AUTOTUNED, LT_CANDIDATES, LT_HEURISTIC, Contender, Timing, _choose, _planned
-
-sys.path.insert(0, str(ROOT / "ci"))
+from helpers.cublas import LT_AUTOTUNED, LT_CANDIDATES, LT_HEURISTIC, Contender, _planned
+from helpers.timing import Timing, _choose
 
 
 class FakeAlgo:
@@ -96,7 +94,7 @@ def test_the_reference_is_the_fastest_same_output_contender_of_the_rounds():
     assert b.others[LT_HEURISTIC] is got[LT_HEURISTIC]
     assert b.others[LT_AUTOTUNED].ms == 1.02 and b.others[LT_AUTOTUNED].name == LT_AUTOTUNED
     assert b.runs[LT_AUTOTUNED](0) == b.runs[b.reference](0) == "cuBLASLt autotuned2"
-    # who looks the reference up by identity (helpers.ladder.sustained, ci/crosscheck.py's child) finds the real one
+    # who looks the reference up by identity (helpers.demos.sustained, tools.crosscheck's child) finds the real one
     assert next(name for name, t in b.others.items() if t is b.cublas) == b.reference
     assert list(b.others)[-1] == LT_AUTOTUNED and "kernel" not in b.others
     assert b.m == b.n == b.k == 4096 and b.input_sets == 4 and b.note is None
@@ -135,8 +133,8 @@ def _ncu_table(kernel_ns, cublas_ns):
 
 
 def test_the_crosscheck_runs_ncu_without_flushing_caches_and_records_that(monkeypatch):
-    import crosscheck
-    from bank_conflicts import parse_ncu_csv
+    from helpers.ncu import parse_ncu_csv
+    from tools import crosscheck
     seen = {}
 
     def fake_ncu_rows(args, script, *script_args, timeout=600):
@@ -152,8 +150,8 @@ def test_the_crosscheck_runs_ncu_without_flushing_caches_and_records_that(monkey
     args = seen["args"]
     assert args[args.index("--cache-control") + 1] == "none" and "timed/" in args
     import inspect
-    from helpers import profile
-    assert '"--clock-control", "none"' in inspect.getsource(profile.ncu_rows)  # ncu would lock the clock otherwise
+    from helpers import ncu
+    assert '"--clock-control", "none"' in inspect.getsource(ncu.ncu_rows)  # ncu would lock the clock otherwise
     assert seen["script_args"] == ("12_fp8", "4096")
     assert "b.reference" in seen["script"] and "max(7, b.kernel.batch)" in seen["script"]
     assert got["cache_control"] == "none" and got["clock_control"] == "none" and "--cache-control none" in got["ncu_args"] and got["ncu_launches"] == 9
@@ -163,8 +161,8 @@ def test_the_crosscheck_runs_ncu_without_flushing_caches_and_records_that(monkey
 
 
 def test_the_crosscheck_refuses_a_launch_count_it_did_not_queue(monkeypatch):
-    import crosscheck
-    from bank_conflicts import parse_ncu_csv
+    from helpers.ncu import parse_ncu_csv
+    from tools import crosscheck
 
     def fake_ncu_rows(args, script, *script_args, timeout=600):
         stdout = "HARNESS " + json.dumps({"ratio": 1.0, "best": "x", "kernel_ms": 1, "cublas_ms": 1, "kernel_iqr": [1, 1],
@@ -177,12 +175,12 @@ def test_the_crosscheck_refuses_a_launch_count_it_did_not_queue(monkeypatch):
 
 
 def test_the_crosscheck_defaults_to_all_four_rows():
-    import crosscheck
+    from tools import crosscheck
     assert crosscheck.parse_args([]) == (["10_beyond_cublas", "12_fp8"], [4096, 8192])
     assert crosscheck.parse_args(["12_fp8", "4096"]) == (["12_fp8"], [4096])
     assert crosscheck.parse_args(["8192"]) == (["10_beyond_cublas", "12_fp8"], [8192])
     gpu_sh = (ROOT / "ci" / "gpu.sh").read_text()
-    assert "python3 ci/crosscheck.py 2>&1" in gpu_sh
+    assert "python3 -m tools.crosscheck 2>&1" in gpu_sh
 
 
 @pytest.mark.gpu

@@ -4,8 +4,8 @@ import pytest
 
 from helpers.compiler import build
 from helpers.exercises import KERNEL_EXERCISES
-from helpers.explore import conflict_degree, mma_fragment, register_budget, wgmma_desc_encode
 from helpers.hardware import MAX_SM_CLOCK_HZ, SMEM_PER_BLOCK_OPTIN, SMS
+from helpers.models import conflict_degree, mma_fragment, register_budget, wgmma_desc_encode
 from helpers.playground import play
 
 
@@ -54,7 +54,7 @@ def _expect_tx_too_large(old: str, new: str, solution: str, broken: str) -> None
     # ch 07: expect_tx announces more bytes than the two TMA boxes bring, so the full barrier never completes and
     # the bounded wait traps (the symptom the task describes). Delivered bytes from the tile, independently: the
     # [BM, BK] box of A and the [BN, BK] box of Bt, bf16.
-    from helpers.compiler import read_consts
+    from helpers.csource import read_consts
     good, bad = read_consts(solution), read_consts(broken)
     delivered = (good["BM"] + good["BN"]) * good["BK"] * 2
     assert good["TX_BYTES"] == delivered, good
@@ -69,7 +69,7 @@ WRONG_IN_THE_WAY = {"04_swizzle_store": _swizzled_b_store, "07_expect_tx": _expe
 def test_kernel_exercise_sources_compile(name):
     # The solution is the committed rung (its registry config applied), read here from the .cu itself; the broken
     # copy differs from it in exactly one line, in the way the task describes. Both compile (no GPU needed).
-    from helpers.compiler import apply_config
+    from helpers.csource import apply_config
     from helpers.registry import rung
     ex = KERNEL_EXERCISES[name]
     r = rung(ex.rung)
@@ -166,7 +166,7 @@ def test_a_right_prediction_is_compared_and_a_wrong_one_rejected(chapter, capsys
 
 
 def _variant(rung_id: str, **config) -> dict:
-    from helpers.compiler import apply_config, read_consts
+    from helpers.csource import apply_config, read_consts
     from helpers.registry import rung
     r = rung(rung_id)
     return read_consts(apply_config(apply_config(r.path.read_text(), r.config), config))
@@ -272,14 +272,14 @@ def test_a_prediction_within_five_percent_of_the_napkin_counts(capsys, monkeypat
 @pytest.mark.parametrize("stages", [2, 3, 4, 7])
 @pytest.mark.parametrize("skew", [0, 1, 3])
 def test_the_ring_model_runs_the_kernels_protocol_to_the_end(stages, skew):
-    from helpers.explore import ring_run
+    from helpers.models import ring_run
     got = ring_run(stages, 3 * stages + 1, skew=skew)
     assert got["outcome"] == "correct", got
 
 
 @pytest.mark.parametrize("stages", [3, 4, 7])
 def test_the_ring_model_shows_the_three_shipped_ring_bugs(stages):
-    from helpers.explore import ring_run
+    from helpers.models import ring_run
     # one arrival per consumer thread: the phase never completes, the producer stops at the first lap-1 wait
     hang = ring_run(stages, 24, empty_count=256)
     assert (hang["outcome"], hang["tile"]) == ("hang", stages) and "never completes" in hang["why"]
@@ -293,12 +293,12 @@ def test_the_ring_model_shows_the_three_shipped_ring_bugs(stages):
 
 
 def test_a_slower_copy_than_the_math_still_finishes_correctly():
-    from helpers.explore import ring_run
+    from helpers.models import ring_run
     assert ring_run(4, 20, wgmma_clocks=2, copy_clocks=9, skew=1)["outcome"] == "correct"
 
 
 def test_the_epilogue_model_accepts_the_kernels_order_and_names_each_wrong_one():
-    from helpers.explore import epilogue_order
+    from helpers.models import epilogue_order
     assert epilogue_order(["write", "fence", "bar", "store"])[0]
     assert epilogue_order(["bar", "write", "fence", "bar", "store"])[0]  # the kernel's, buffer-reuse barrier first
     for order, why in ((["write", "bar", "store"], "no fence"), (["fence", "write", "bar", "store"], "no fence"),
@@ -311,7 +311,7 @@ def test_the_epilogue_model_accepts_the_kernels_order_and_names_each_wrong_one()
 
 def test_a_model_checked_answer_is_graded_by_the_model(capsys):
     from helpers.exercises import mark
-    from helpers.explore import epilogue_order
+    from helpers.models import epilogue_order
     assert mark("exercise 6", ["write", "fence", "bar", "store"], epilogue_order) == "exercise 6: correct"
     assert mark("exercise 6", ["write", "bar", "store"], epilogue_order).startswith("exercise 6: not yet: no fence")
 
@@ -347,7 +347,7 @@ def test_a_kernel_exercise_opens_its_broken_copy_in_the_editor_and_reset_never_s
 
 
 def test_the_playground_banner_says_it_replays_and_records_nothing(monkeypatch):
-    from helpers.report import banner_text
+    from helpers.status import banner_text
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     text = banner_text("playground")
     assert text.startswith("PLAYGROUND: nothing here is replayed or recorded.") and "recorded on" not in text
@@ -368,6 +368,7 @@ def test_each_chapter_states_how_close_an_answer_must_be():
         assert tolerance_note(ch) and f"## Exercises\n\n{tolerance_note(ch)}\n" in exercises, ch
 
 
+@pytest.mark.sweep  # three lanes' figures, each drawn and checked for legibility: seconds on a CPU
 def test_the_chapter_03_lane_slider_draws_a_lanes_cells_outlined_on_a_b_and_c():
     # issue "learner": the lane explorer changed only text; plot_lane(lane) is what its slider now redraws
     import matplotlib

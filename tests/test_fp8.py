@@ -380,12 +380,12 @@ def test_the_fp8_rung_is_refused_in_one_sentence_without_sm90a_and_replays(monke
 
 def test_without_pytorch_the_fp8_rows_replay_with_a_note_on_a_live_h100(monkeypatch, capsys):
     import importlib.util
-    from helpers import gpu, ladder
+    from helpers import gpu, ladder, store
     h100 = gpu.Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 50 << 20, 227 << 10, 1980, 2619, "580", "13.0", "13.0",
                       "14.2.0", "13.0")
     monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
     monkeypatch.setattr(gpu, "device", lambda: h100)
-    monkeypatch.setattr(ladder, "device", lambda: h100)
+    monkeypatch.setattr(store, "device", lambda: h100)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     assert "PyTorch is not installed" in ladder.untimable(ladder._rung("12_fp8"))

@@ -123,7 +123,7 @@ def test_numba_twin_on_cupy_arrays(name, shape):
 
 def test_probes_measure_plausible_ceilings():
     from helpers import device
-    from helpers.timing import measure_ffma_peak, measure_hbm_copy, measure_l2_read
+    from helpers.probes import measure_ffma_peak, measure_hbm_copy, measure_l2_read
     hbm, l2, ffma = measure_hbm_copy(0.5).value, measure_l2_read().value, measure_ffma_peak(1 << 12).value
     assert 0.5 < hbm < l2, (hbm, l2)  # L2 must beat HBM, or the L2 probe is measuring HBM
     # 128 FP32 lanes per SM, 2 FLOP per FFMA: the probe can neither beat the clock nor fall far below it,
@@ -138,7 +138,7 @@ def test_tma_multicast_lands_each_box_in_both_ctas_from_one_l2_read():
     # measure_tma_multicast raises unless every CTA holds both halves of its pair's last box (the sink words name the
     # rows they came from); here: a positive rate, and L2 supplying exactly half of what lands in shared memory.
     from helpers.gpu import why_not_live
-    from helpers.timing import measure_tma_multicast
+    from helpers.probes import measure_tma_multicast
     reason = why_not_live((9, 0), "sm_90a")  # .multicast::cluster is an sm_90a instruction
     if reason:
         pytest.skip(reason)
@@ -156,7 +156,7 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     import sys
     script = (
         "from helpers import check, rung\n"
-        "from helpers.compiler import apply_config\n"
+        "from helpers.csource import apply_config\n"
         "from helpers.kernel import KernelFault\n"
         "r = rung('07_tma')\n"
         "src = apply_config(r.path.read_text(), {'TX_BYTES': '(A_TILE + B_TILE) * 2 + 1024'})\n"
@@ -169,15 +169,16 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     assert "expect_tx" in out.stdout
 
 
-# Chapter 10's PINGPONG switch (ci/pingpong.py's experiment): each consumer on every other tile of its CTA, taking
+# The ping-pong experiment (experiments/pingpong): each consumer on every other tile of its CTA, taking
 # turns at the ring. Correct wherever 10_stmatrix takes a shape: one tile a CTA, odd and even counts, k tiles fewer
 # than stages. A consumer that waited a ring lap early would read the other's bytes, and C would be wrong.
 @pytest.mark.parametrize("name", ("ping-pong", "ping-pong, 5 stages", "ping-pong, 128 x 128",
                                   "one consumer, two groups", "cooperative, two groups",
                                   "ping-pong, 5 stages, two groups"))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_pingpong_correct(shape, name, ci_script):
-    src = ci_script("pingpong").source_of(name)
+def test_pingpong_correct(shape, name):
+    from experiments.pingpong.build import source_of
+    src = source_of(name)
     try:
         validate(rung("10_stmatrix"), *shape, src)
     except ShapeError:
@@ -186,15 +187,16 @@ def test_pingpong_correct(shape, name, ci_script):
     assert res.ok, str(res)
 
 
-# ci/splitk.py's experiment: each tile's K range cut into SPLITS pieces on different CTAs, the partial sums added by the
+# The split-K experiment (experiments/splitk): each tile's K range cut into SPLITS pieces on different CTAs, the
+# partial sums added by the
 # tile's owner in split order. Correct wherever it takes a shape (ragged splits included), and the same bits on every
 # launch: the fix-up adds the pieces in one fixed order, whatever order the CTAs finish in.
 @pytest.mark.parametrize("splits", (2, 3, 4))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_splitk_correct_and_deterministic(shape, splits, ci_script):
+def test_splitk_correct_and_deterministic(shape, splits):
     import cupy as cp
+    from experiments.splitk import build as sk
     from helpers.launch import prepare
-    sk = ci_script("splitk")
     src = sk.split_source(splits)
     try:
         validate(rung("10_stmatrix"), *shape, src)
@@ -213,13 +215,14 @@ def test_splitk_correct_and_deterministic(shape, splits, ci_script):
     assert cp.asnumpy(first).tobytes() == cp.asnumpy(again).tobytes(), "two launches on the same inputs differ"
 
 
-# ci/clusters.py's builds: clusters of M x N CTAs, A multicast along a row, B along a column. Correct wherever the
-# cluster tile divides the shape (validate knows BN, not CLUSTER_N x BN, so the test skips the rest itself).
+# The cluster-shape experiment's builds (experiments/clusters): clusters of M x N CTAs, A multicast along a row, B
+# along a column. Correct wherever the cluster tile divides the shape (validate knows BN, not CLUSTER_N x BN, so
+# the test skips the rest itself).
 @pytest.mark.parametrize("name", ("1 x 2", "2 x 2", "2 x 1", "1 x 1"))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_cluster_shapes_correct(shape, name, ci_script):
-    from helpers.compiler import read_consts
-    cl = ci_script("clusters")
+def test_cluster_shapes_correct(shape, name):
+    from experiments.clusters import build as cl
+    from helpers.csource import read_consts
     src = cl.cluster_source(*cl.SHAPES_OF[name])
     c = read_consts(src)
     try:
@@ -232,18 +235,21 @@ def test_cluster_shapes_correct(shape, name, ci_script):
     assert res.ok, str(res)
 
 
-# ci/fp8_promoted.py's every-256-k build (PROMOTE = 2), ci/small_tiles.py's one-consumer tiles and
-# ci/ladder_orders.py's lattice corners: constexpr variants of rung files, correct wherever they take a shape.
+# experiments/fp8_promoted's every-256-k build (PROMOTE = 2), small_tiles' one-consumer tiles and
+# ladder_orders' lattice corners: constexpr variants of rung files, correct wherever they take a shape.
 @pytest.mark.parametrize("which", ("every 256 k", "64 x 128, clusters of one", "64 x 128, pairs", "64 x 256, pairs",
                                    "lattice -----", "lattice -CS-F", "lattice P--E-"))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_experiment_variants_correct(shape, which, ci_script):
+def test_experiment_variants_correct(shape, which):
+    from experiments.fp8_promoted.build import every_256
+    from experiments.ladder_orders.build import build
+    from experiments.small_tiles.build import build_source
     if which == "every 256 k":
-        r, src = rung("12_fp8"), ci_script("fp8_promoted").every_256()
+        r, src = rung("12_fp8"), every_256()
     elif which.startswith("lattice"):
-        r, src = ci_script("ladder_orders").build(which.split()[1].replace("-", ""))
+        r, src = build(which.split()[1].replace("-", ""))
     else:
-        r, src = rung("10_stmatrix"), ci_script("small_tiles").build_source(which)
+        r, src = rung("10_stmatrix"), build_source(which)
     try:
         validate(r, *shape, src)
     except ShapeError:

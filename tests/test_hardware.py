@@ -2,7 +2,6 @@
 they agree with each other and with the H100 the book was recorded on. CPU only (it reads results/)."""
 import ast
 import io
-import json
 import re
 import tokenize
 
@@ -83,15 +82,24 @@ def test_the_facts_agree_with_each_other():
 
 
 def _reference() -> dict:
-    assert hardware.RECORDED == results.RESULTS / f"{results.REFERENCE}.json"  # the file the book was recorded from
-    return json.loads(hardware.RECORDED.read_text())
+    return results.load(results.RESULTS / results.REFERENCE / results.RUN_FILE)  # the run the book was recorded from
+
+
+def test_hardware_is_constants_only():
+    """It reads no file and imports nothing from helpers: any module may import it, at import time."""
+    tree = ast.parse((HELPERS / "hardware.py").read_text())
+    imported = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [ast.unparse(n) for n in imported] == ["from __future__ import annotations"]
+    assert not [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
 
 
 def test_the_facts_match_the_recorded_h100():
     data = _reference()
-    envs = [entry["env"] for section in data.values() for entry in section.values() if "env" in entry]
+    envs = results.environments(results.RESULTS / results.REFERENCE / results.RUN_FILE)
+    assert len(envs) == sum("env" in e for section in data.values() for e in section.values()) > 0
     assert envs and all(env["name"].startswith("NVIDIA H100") for env in envs)
     assert {env["sms"] for env in envs} == {hardware.SMS}
+    assert {env["l2_bytes"] for env in envs} == {hardware.L2_BYTES}
     assert {env["smem_optin_bytes"] for env in envs} == {hardware.SMEM_PER_BLOCK_OPTIN}
     assert {env["sm_clock_max_mhz"] * 1e6 for env in envs} == {hardware.MAX_SM_CLOCK_HZ}
     from helpers.figures import ch10

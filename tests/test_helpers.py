@@ -89,7 +89,7 @@ def test_explore_module_does_not_shadow_the_explore_ladder_widget():
     import helpers.explore
     from helpers import explore_ladder
     assert isinstance(explore_ladder, types.FunctionType) and explore_ladder.__module__ == "helpers.plot"
-    assert isinstance(helpers.explore, types.ModuleType) and hasattr(helpers.explore, "conflict_degree")
+    assert isinstance(helpers.explore, types.ModuleType) and hasattr(helpers.explore, "plot_bank_map")
 
 
 def test_an_explorer_shows_its_first_state_without_a_click_and_redraws_in_place():
@@ -97,7 +97,8 @@ def test_an_explorer_shows_its_first_state_without_a_click_and_redraws_in_place(
     # (a PNG), and the widget's own fallback must read as a sentence, not as ipywidgets' `VBox(children=(...` repr.
     import base64
     import ipywidgets as w
-    from helpers.explore import LAYOUTS, explorer, plot_bank_map
+    from helpers.explore import explorer, plot_bank_map
+    from helpers.models import LAYOUTS
     x = explorer(lambda layout: plot_bank_map("A", layout), layout=w.Dropdown(options=LAYOUTS, description="layout"))
     [first] = x.first_state()
     assert base64.b64decode(first["image/png"]).startswith(b"\x89PNG") and "4 wavefront(s)" in first["text/plain"]
@@ -111,7 +112,7 @@ def test_an_explorer_shows_its_first_state_without_a_click_and_redraws_in_place(
 
 def test_explore_ladder_draws_its_first_state_and_names_what_was_not_measured():
     from helpers import Row, explore_ladder
-    from helpers.ladder import Ceiling
+    from helpers.ceilings import Ceiling
     row = dict(m=4096, k=4096, dtype="fp32", cublas_tflops=50.0, ratio=0.2, correct=True, rel_err=0.0,
                source="recorded", gpu="H100", date="2026-01-01")
     rows = [Row(rung="01_naive", n=4096, tflops=10.0, **row), Row(rung="01_warptiled", n=8192, tflops=12.0, **row)]
@@ -250,30 +251,30 @@ def test_broken_results_file_gives_one_clear_error(tmp_path, capsys, monkeypatch
 
 
 def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch):
-    from helpers import gpu, report
+    from helpers import gpu, status
     a100 = gpu.Device("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 << 20, 164 << 10, 1410, 1215, "550.54", "12.4",
                       "12.4", "14.2.0", "12.4")
-    monkeypatch.setattr(report, "live", lambda: True)
-    monkeypatch.setattr(report, "device", lambda: a100)
-    assert "cannot run" not in report.banner_text("05")  # an A100 runs the sm_80 rungs live
-    text = report.banner_text("06")
+    monkeypatch.setattr(status, "live", lambda: True)
+    monkeypatch.setattr(status, "device", lambda: a100)
+    assert "cannot run" not in status.banner_text("05")  # an A100 runs the sm_80 rungs live
+    text = status.banner_text("06")
     assert "This GPU cannot run everything here (06_wgmma_m64n64, 06_wgmma_wide need an H100 (sm_90a))" in text
-    ladder = report.banner_text()
+    ladder = status.banner_text()
     assert "the rungs of chapters 06-12 need an H100" in ladder and "01-05" not in ladder
     t4 = gpu.Device("Tesla T4", (7, 5), 40, 4 << 20, 64 << 10, 1590, 5001, "535", "12.2", "12.2", "14.2.0", "12.2")
-    monkeypatch.setattr(report, "device", lambda: t4)
-    assert "(02_wmma_naive, 02_wmma_smem need sm_80 or newer)" in report.banner_text("02")
+    monkeypatch.setattr(status, "device", lambda: t4)
+    assert "(02_wmma_naive, 02_wmma_smem need sm_80 or newer)" in status.banner_text("02")
 
 
 def test_a_saved_measured_banner_tells_a_later_reader_what_running_will_do(monkeypatch):
     """The banner an H100 run saves is read later, on any machine, before anything runs: it says when the outputs were
     measured, never that they are live, and what running the cells again will do."""
-    from helpers import gpu, report
+    from helpers import gpu, status
     h100 = gpu.Device("NVIDIA H100 80GB HBM3", (9, 0), 132, 50 << 20, 227 << 10, 1980, 2619, "580.159.04", "13.0",
                       "13.0", "14.2.0", "13.0")
-    monkeypatch.setattr(report, "live", lambda: True)
-    monkeypatch.setattr(report, "device", lambda: h100)
-    text = report.banner_text("07")
+    monkeypatch.setattr(status, "live", lambda: True)
+    monkeypatch.setattr(status, "device", lambda: h100)
+    text = status.banner_text("07")
     assert text.startswith("MEASURED: saved from an H100 run on ")
     assert "these outputs were measured on NVIDIA H100 80GB HBM3 when the cells ran" in text
     assert "Running the cells here will replay these recorded numbers, or measure anew on an H100" in text
@@ -304,27 +305,27 @@ def test_launch_arch_rebuilds_sm80_rungs_for_the_gpu_at_hand(monkeypatch):
 
 def test_sm90a_rungs_do_not_claim_to_run_on_a_later_gpu(monkeypatch):
     # wgmma and setmaxnreg are sm_90a only: a Blackwell GPU (10.0) must replay them, not try to load the cubin.
-    from helpers import gpu, report
+    from helpers import gpu, status
     b200 = _device("NVIDIA B200", (10, 0))
     assert not gpu.can_run(b200, (9, 0), "sm_90a") and gpu.can_run(b200, (8, 0), "sm_90a")
     monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
     monkeypatch.setattr(gpu, "device", lambda: b200)
     assert gpu.why_not_live((9, 0), "sm_90a").startswith("It needs sm_90a, which the NVIDIA B200")
-    monkeypatch.setattr(report, "live", lambda: True)
-    monkeypatch.setattr(report, "device", lambda: b200)
-    assert "(07_tma, 07_four_stages need an H100 (sm_90a))" in report.banner_text("07")
+    monkeypatch.setattr(status, "live", lambda: True)
+    monkeypatch.setattr(status, "device", lambda: b200)
+    assert "(07_tma, 07_four_stages need an H100 (sm_90a))" in status.banner_text("07")
 
 
 def test_each_chapter_says_which_of_its_kernels_need_an_h100():
-    from helpers import RUNGS, report
+    from helpers import RUNGS, status
     from helpers.registry import chapter_rungs
     for r in RUNGS:
-        text = report.needs_text(r.chapter)
+        text = status.needs_text(r.chapter)
         assert r.id in text or f"all {len(chapter_rungs(r.chapter))} of its rungs" in text, (r.id, text)
         assert ("need an H100" in text or "needs an H100" in text) == (tuple(r.needs_cc) >= (9, 0)), text
     assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read, tma_multicast need an H100" in \
-        report.needs_text("00")
-    mixed = report.needs_text("11")
+        status.needs_text("00")
+    mixed = status.needs_text("11")
     assert "chapters 06-12 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
 
 
@@ -479,12 +480,9 @@ def test_every_subcommand_explains_itself(capsys, cmd):
 
 
 def test_a_rerun_that_only_replays_its_run_is_told_apart_from_a_cold_execution(tmp_results, monkeypatch):
-    """ci/execute.py keeps a chapter's cold time when the chapter wrote nothing to its run: _run_entries is the
+    """tools.execute keeps a chapter's cold time when the chapter wrote nothing to its run: _run_entries is the
     run's own entries, and empty without a run id."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("execute", ROOT / "ci" / "execute.py")
-    execute = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(execute)
+    from tools import execute
     results.record("gemm", "01_naive@8x8x8", {"tflops": 1.0, "run": "R1"})
     results.record("gemm", "01_naive@16x16x16", {"tflops": 2.0, "run": "R0"})
     monkeypatch.delenv("GEMM_LADDER_RUN", raising=False)
@@ -503,7 +501,7 @@ def test_the_widest_tables_fit_the_books_column(monkeypatch):
     # characters the book's 948 px column holds (ci/test_book.py measures the same in the built pages).
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     from helpers import replay, table
-    from helpers.report import BOOK_COLUMNS
+    from helpers.tables import BOOK_COLUMNS
     rows = [replay(r, *shape) for shape in ((8192, 8192, 1024), (12288, 12288, 4096)) for r in ("09_setmaxnreg", "10_beyond_cublas")]
     lines = table(rows).splitlines()
     assert any("12288x12288x4096" in x for x in lines)

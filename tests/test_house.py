@@ -1,6 +1,7 @@
-"""The house rules of helpers/ (imports flow one way, no module grows past 800 lines) and behaviour no other file
-tests: the tile policy, the headers a kernel pulls in, obtain()'s reuse within a run and its in-memory fallback,
-the bench's dry-queue sampler, and show_diff on config-built rungs. CPU only: the GPU and CuPy are faked."""
+"""The house rules of helpers/ (no import cycle, every import runs down the declared layers, no module grows past
+500 lines) and behaviour no other file tests: the tile policy, the headers a kernel pulls in, obtain()'s reuse within
+a run and its in-memory fallback, the bench's dry-queue sampler, and show_diff on config-built rungs. CPU only: the
+GPU and CuPy are faked."""
 import ast
 import importlib
 import json
@@ -99,9 +100,161 @@ def test_helpers_have_no_import_cycle():
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
 
 
-def test_no_helpers_module_exceeds_800_lines():
+# ---- the layers: every import runs down (README.md, "How a rung becomes a plotted number", lists the same) ---------
+
+# Lowest first. A module imports from its own layer or the layers before it, never from a later one. Names are
+# relative to helpers/; "figures" places the package and every module in it; "__init__" is the package helpers.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("data", ("registry", "formats", "hardware")),                      # leaves: what every layer reads
+    ("source", ("csource", "facts")),                                     # the kernels' C text, no compile
+    ("build", ("compiler",)),                                             # NVRTC, ptxas, SASS
+    ("run", ("gpu", "tma", "kernel", "tiles", "launch")),                 # the device, a kernel, one launch
+    ("measure", ("correctness", "cublas", "timing", "probes", "ncu")),    # check, time, profile a launch
+    ("store", ("results", "store")),                                      # the results file and obtain()
+    ("models", ("models", "fp8")),                                        # CPU models the chapters teach with
+    ("text", ("tables", "status", "listing")),                            # what a reader reads: tables, banner, code
+    ("rows", ("ladder", "ceilings", "demos", "profile", "numba_simt", "timeline")),  # the verbs that give numbers
+    ("pictures", ("plot", "figures", "explore", "exercises", "playground")),         # plots, figures, widgets
+    ("entry", ("__init__", "__main__")),                                  # the package's verbs and the CLI
+)
+EXPECTED: set[str] = set()  # names placed before the module exists (a change under way adds it); normally empty
+
+
+def _layer_index(layers) -> dict[str, int]:
+    return {name: i for i, (_, names) in enumerate(layers) for name in names}
+
+
+def _placed(module: str, index: dict[str, int]) -> int | None:
+    """The layer of a helpers module: its own entry, else its package's (helpers.figures.ch01 -> figures)."""
+    rel = "__init__" if module == "helpers" else module.removeprefix("helpers.")
+    while rel:
+        if rel in index:
+            return index[rel]
+        rel = rel.rpartition(".")[0]
+    return None
+
+
+def _violations(graph: dict[str, set[str]], layers) -> tuple[list[str], list[str]]:
+    """(modules no layer places, imports that run up a layer as 'a (layer) imports b (later layer)')."""
+    index = _layer_index(layers)
+    where = {m: _placed(m, index) for m in graph}
+    unplaced = sorted(m for m, i in where.items() if i is None)
+    upward = sorted(f"{m} ({layers[where[m]][0]}) imports {t} ({layers[where[t]][0]})"
+                    for m, targets in graph.items() for t in targets
+                    if where[m] is not None and where[t] is not None and where[t] > where[m])
+    return unplaced, upward
+
+
+def test_the_layers_check_finds_an_upward_import_and_an_unplaced_module(tmp_path, monkeypatch):
+    # The check below can only pass if it can also fail: an import that runs up from inside a function, a
+    # subpackage placed by its package's name, and a module nobody placed.
+    pkg = tmp_path / "helpers"
+    (pkg / "pics").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from .low import x\n")
+    (pkg / "low.py").write_text("x = 1\n\ndef f():\n    from .pics.draw import g\n    return g\n")
+    (pkg / "pics" / "__init__.py").write_text("")
+    (pkg / "pics" / "draw.py").write_text("from ..low import x\n\ndef g():\n    return x\n")
+    (pkg / "stray.py").write_text("from . import low\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "HELPERS", pkg)
+    layers = (("base", ("low",)), ("top", ("pics", "__init__")))
+    unplaced, upward = _violations(_import_graph(), layers)
+    assert unplaced == ["helpers.stray"]
+    assert upward == ["helpers.low (base) imports helpers.pics.draw (top)"]
+    assert _violations(_import_graph(), (("base", ("low", "pics", "stray")), ("top", ("__init__",)))) == ([], [])
+
+
+def test_every_helpers_module_has_a_layer_and_imports_only_down():
+    unplaced, upward = _violations(_import_graph(), LAYERS)
+    assert not unplaced, (f"{', '.join(unplaced)} has no layer: place it in LAYERS (tests/test_house.py) and in "
+                          f"README.md's list of layers")
+    assert not upward, "imports that run up a layer:\n" + "\n".join(upward)
+
+
+def test_the_layers_name_modules_that_exist_once_each():
+    names = [name for _, names in LAYERS for name in names]
+    assert len(names) == len(set(names))
+    existing = {"__init__" if m == "helpers" else m.removeprefix("helpers.") for m in _import_graph()}
+    assert set(names) - existing == EXPECTED, "LAYERS names a module that is not in helpers/"
+
+
+def test_the_readme_lists_the_same_layers():
+    # README.md's "How a rung becomes a plotted number": one numbered item per layer, "N. **layer**: **`module`**,
+    # ...", in LAYERS' order, naming the same modules.
+    import re
+    text = (ROOT / "README.md").read_text().split("## How a rung becomes a plotted number", 1)[1].split("\n## ", 1)[0]
+    items = re.findall(r"^\d+\. \*\*(\w+)\*\*:(.*?)(?=^\d+\. |\Z)", text, re.M | re.S)
+    listed = [(layer, tuple(n.removeprefix("helpers/").removesuffix(".py").rstrip("/")
+                            for n in re.findall(r"\*\*`([\w/.]+)`\*\*", body))) for layer, body in items]
+    assert listed == list(LAYERS)
+
+
+def test_no_helpers_module_exceeds_500_lines():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in HELPERS.rglob("*.py")}
-    assert {p: n for p, n in sizes.items() if n > 800} == {}
+    assert {p: n for p, n in sizes.items() if n > 500} == {}
+
+
+# ---- the experiments wing: each experiment a folder of its own, which helpers/ never names -----------------------
+
+EXPERIMENTS = ROOT / "experiments"
+
+
+def _experiments() -> list[str]:
+    return sorted(p.name for p in EXPERIMENTS.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+def test_every_experiment_has_a_readme_and_a_record_and_the_wing_lists_it():
+    names = _experiments()
+    assert {"pingpong", "splitk", "clusters", "ladder_orders", "fp8_promoted", "bf16_stores"} <= set(names)
+    listed = (EXPERIMENTS / "README.md").read_text()
+    for name in names:
+        assert (EXPERIMENTS / name / "README.md").is_file(), f"experiments/{name} has no README.md"
+        assert json.loads((EXPERIMENTS / name / "record.json").read_text()), f"experiments/{name}'s record is empty"
+        assert f"[{name}]({name}/)" in listed, f"experiments/README.md does not list {name}"
+    assert not [p.name for p in (ROOT / "results").glob("*.log")]  # the experiments' logs are their JSON records
+
+
+def _names_an_experiment(path: Path, names: list[str]) -> list[str]:
+    """Where a helpers module names an experiment: in its code (not its comments or docstrings), an import of
+    experiments, a string holding an experiment's folder, record or runner, or a public definition named after one
+    (pingpong_table, CLUSTERS_RECORD, fig_pingpong_trace); anywhere in its text, a record moved out of results/ or a
+    runner no longer in ci/. A docstring may cite `experiments/<name>` as the source of a measured rule."""
+    import re
+    text = path.read_text()
+    tree = ast.parse(text, str(path))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    either = "|".join(names)
+    in_code = re.compile(rf"experiments[/.]|\b({either})\.(json|log|py)\b")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "experiments"]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "experiments":
+            found.append(node.module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            found += [node.value[:60] for _ in in_code.finditer(node.value)][:1]
+    defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    defined += [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+    found += [d for d in defined if re.match(rf"(fig_)?({either})(_|$)", d.lower())]
+    found += [m.group(0) for m in re.finditer(rf"results/({either})\.json|results/\w+\.log|ci/({either})\.py", text)
+              if not (m.group(0).startswith("ci/") and (ROOT / m.group(0)).exists())]
+    return found
+
+
+def test_no_helpers_module_names_an_experiment(tmp_path):
+    names = _experiments()
+    named = {str(p.relative_to(ROOT)): found for p in sorted(HELPERS.rglob("*.py"))
+             if (found := _names_an_experiment(p, names))}
+    assert named == {}
+    # the check can fail: each way of naming one is seen, and a docstring's citation of the folder is not
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""Measured in experiments/splitk."""\nfrom experiments.splitk import table\n'
+                   'RECORD = "experiments/clusters/record.json"\n\n\ndef pingpong_table():\n    """experiments/x."""\n'
+                   '    # the record was results/splitk.json\n')
+    assert _names_an_experiment(bad, names) == ["experiments.splitk", "experiments/clusters/record.json",
+                                                "pingpong_table", "results/splitk.json"]
 
 
 # ---- the tile policy (helpers.tiles) -----------------------------------------------------------------------------
@@ -115,7 +268,7 @@ def clusters():
 
 def test_tile_candidates_are_the_rungs_own_tile_then_its_choices():
     # Rows are what M must divide into: a cluster tile (CLUSTER_BM = BM x CLUSTER), read here from the .cu.
-    from helpers.compiler import read_consts
+    from helpers.csource import read_consts
     from helpers.tiles import tile_candidates
     c = read_consts(rung(FINAL).path.read_text())
     rows = c["BM"] * c["CLUSTER"]
@@ -164,7 +317,78 @@ def test_pick_tile_breaks_a_tie_for_the_first_candidate():
     assert [r["picked"] for r in rows] == [False, True]
 
 
-# ---- the headers a kernel pulls from kernels/ (helpers.compiler.local_headers) -------------------------------------
+
+# ---- one pass through a launch: facts, tile choice, the one build, its geometry (helpers.launch) -----------------
+
+def _persistent_builds():
+    """(rung, overrides) of every build a persistent or tile-list launch may use: the rung's own, each tile choice,
+    and each of those as clusters of one where the rung has solo_clusters."""
+    for r in RUNGS:
+        if r.grid in ("persistent", "tile_list"):
+            for overrides in ({}, *(o for o, _ in r.tile_choices)):
+                yield r, overrides
+                if r.solo_clusters:
+                    yield r, {**overrides, "CLUSTER": 1}
+
+
+@pytest.mark.parametrize("r, overrides", list(_persistent_builds()), ids=lambda x: getattr(x, "id", str(x)))
+def test_the_main_rungs_geometry_is_the_contracts_default(r, overrides, monkeypatch):
+    """The main rungs declare none of the optional geometry constexprs (helpers.kernel's docstring), and their
+    defaults give what the launch gave before the contract: one unit of work per cluster tile of BM x CLUSTER rows
+    and BN columns, a persistent grid of min(resident clusters, units) clusters, and TMA boxes of BM rows of A and
+    B_BOX_ROWS rows of Bt (BN / CLUSTER: each CTA of a pair fetches half the shared B tile). The resident-cluster
+    count (the driver's, which needs the GPU) is faked; the build is compiled on the CPU."""
+    from helpers.kernel import variant
+    kern = variant(r, overrides)
+    c = kern.consts
+    assert not {"UNIT_M", "UNIT_N", "UNITS_PER_TILE", "A_BOX_ROWS"} & set(c)
+    bm, bn, cluster = c["BM"], c["BN"], c.get("CLUSTER", 1)
+    assert kern.boxes == (bm, bn // cluster, c["BK"]) and c["B_BOX_ROWS"] == bn // cluster
+    for resident in (60, 66, 132):
+        monkeypatch.setattr(kern, "_resident", resident)
+        for m, n in ((1024, 1024), (2048, 4096), (4096, 4096), (8192, 8192), (8192, 3072)):
+            units = (m // (bm * cluster)) * (n // bn)
+            workers = units if r.grid == "tile_list" else min(resident, units)
+            assert kern.geometry(m, n) == ((workers * cluster, 1, 1), (c["THREADS"], 1, 1), c["SMEM_BYTES"])
+    if r.id == FINAL and not overrides:  # the numbers themselves, for the final rung on the recorded H100's 66
+        monkeypatch.setattr(kern, "_resident", 66)
+        assert [kern.geometry(n, n)[0][0] for n in (1024, 2048, 4096, 8192)] == [32, 128, 132, 132]
+        assert kern.boxes == (128, 128, 64)
+
+
+@pytest.mark.parametrize("n, tile, cluster", [(1024, (128, 128), 1), (2048, (128, 256), 1), (3072, (128, 192), 2),
+                                              (4096, (128, 256), 2), (6144, (128, 256), 2), (8192, (128, 256), 2)])
+def test_prepare_picks_from_facts_then_builds_the_one_variant(n, tile, cluster, monkeypatch):
+    """prepare on a faked H100 (132 SMs, 66 resident pairs): the tile the wave napkin picks, clusters of one where no
+    CTA gets a second tile, and the resident-cluster count asked of the rung's own build for the choice and of the
+    launched build for its grid, nothing else."""
+    from helpers import launch
+    from helpers.kernel import Kernel
+    asked = []
+
+    def resident(self):
+        asked.append((self.source is None, self.consts.get("CLUSTER")))
+        return 66 if self.consts.get("CLUSTER") == 2 else 132
+    monkeypatch.setattr(launch, "require_live", lambda *a, **k: type("H100", (), {"sms": 132})())
+    monkeypatch.setattr(Kernel, "resident_clusters", resident)
+    monkeypatch.setattr(Kernel, "function", lambda self: None)
+    lau = launch.prepare(FINAL, n)
+    assert (lau.kernel.tile, lau.kernel.consts["CLUSTER"]) == (tile, cluster)
+    own_picked = tile == (128, 256) and cluster == 2
+    assert asked == [(True, 2)] + ([(True, 2)] if own_picked else [(False, cluster)])
+
+
+def test_the_tile_policy_reads_facts_not_builds():
+    """helpers.tiles chooses from the sources' constants (helpers.facts): it imports no kernel, so choosing builds
+    nothing, and the facts it reads are the constants the build reports."""
+    from helpers.facts import facts, variant_source
+    from helpers.kernel import variant
+    assert "helpers.kernel" not in _import_graph()["helpers.tiles"]
+    r = rung(FINAL)
+    for overrides in ({}, *(o for o, _ in r.tile_choices), {"CLUSTER": 1}):
+        assert facts(r, variant_source(r, overrides)).consts == variant(r, overrides).consts
+
+# ---- the headers a kernel pulls from kernels/ (helpers.csource.local_headers) --------------------------------------
 
 def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, monkeypatch):
     (tmp_path / "common").mkdir()
@@ -172,8 +396,8 @@ def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, 
     (tmp_path / "common" / "b.cuh").write_text('  #include "common/c.cuh"  // indented, commented\n')
     (tmp_path / "common" / "c.cuh").write_text('#include "common/a.cuh"\n')  # a cycle must end
     (tmp_path / "common" / "unused.cuh").write_text("int never_included;\n")
-    monkeypatch.setattr(importlib.import_module("helpers.compiler"), "KERNELS", tmp_path)  # the module, not build()
-    from helpers.compiler import local_headers
+    monkeypatch.setattr(importlib.import_module("helpers.csource"), "KERNELS", tmp_path)  # the module, not source()
+    from helpers.csource import local_headers
     source = ('#include <cuda_bf16.h>\n#include <mma.h>\n#include "common/a.cuh"\n#include "not_in_kernels.h"\n'
               '// #include "common/unused.cuh" is a comment, not an include\n')
     got = local_headers(source)
@@ -183,7 +407,7 @@ def test_local_headers_follow_nested_includes_and_skip_system_headers(tmp_path, 
 
 def test_local_headers_of_a_real_rung_include_the_nested_ones():
     # 07_tma.cu includes common/mbarrier.cuh, which includes common/globaltimer.cuh (not named by the rung).
-    from helpers.compiler import local_headers
+    from helpers.csource import local_headers
     src = rung("07_tma").path.read_text()
     got = local_headers(src)
     assert "common/globaltimer.cuh" in got and '"common/globaltimer.cuh"' not in src
@@ -202,16 +426,16 @@ H100 = dict(name="NVIDIA H100 80GB HBM3", cc=(9, 0), sms=132, l2_bytes=50 << 20,
 def live_h100(tmp_results, monkeypatch):
     """A faked live H100 (no CuPy call is made: obtain() only asks for the device and its environment), a scratch
     results file, a fixed run id, and obtain()'s in-memory store emptied."""
-    from helpers import gpu, ladder, results
+    from helpers import gpu, store
     dev = gpu.Device(**H100)
     monkeypatch.delenv("GEMM_LADDER_REPLAY", raising=False)
     monkeypatch.setattr(gpu, "device", lambda: dev)
-    monkeypatch.setattr(ladder, "device", lambda: dev)
-    monkeypatch.setattr(ladder, "_MEMORY", {})
+    monkeypatch.setattr(store, "device", lambda: dev)
+    monkeypatch.setattr(store, "_MEMORY", {})
     monkeypatch.setenv("GEMM_LADDER_RUN", "run-A")
-    results.run_id.cache_clear()  # run_id() is cached per process
+    store.run_id.cache_clear()  # run_id() is cached per process
     yield tmp_results
-    results.run_id.cache_clear()
+    store.run_id.cache_clear()
 
 
 class _Counting:
@@ -226,46 +450,46 @@ class _Counting:
 
 
 def test_obtain_measures_once_per_run_and_reuses_it(live_h100, monkeypatch):
-    from helpers import ladder, results
+    from helpers import results, store
     how = _Counting()
-    first, source = ladder.obtain("demos", "x@1", how)
+    first, source = store.obtain("demos", "x@1", how)
     assert source == "live" and how.calls == 1 and first["value"] == 101.0 and first["run"] == "run-A"
     on_disk = json.loads(live_h100.read_text())["demos"]["x@1"]
     assert on_disk["value"] == 101.0 and on_disk["run"] == "run-A" and on_disk["env"]["name"] == H100["name"]
-    again, source = ladder.obtain("demos", "x@1", how)  # same process: from memory
+    again, source = store.obtain("demos", "x@1", how)  # same process: from memory
     assert (source, how.calls, again["value"]) == ("this run", 1, 101.0)
-    monkeypatch.setattr(ladder, "_MEMORY", {})  # another process of the same run (the next chapter): from the file
-    again, source = ladder.obtain("demos", "x@1", how)
+    monkeypatch.setattr(store, "_MEMORY", {})  # another process of the same run (the next chapter): from the file
+    again, source = store.obtain("demos", "x@1", how)
     assert (source, how.calls, again["value"]) == ("this run", 1, 101.0) and "env" not in again
     monkeypatch.setenv("GEMM_LADDER_RUN", "run-B")  # a new run measures again, and records over the old entry
-    results.run_id.cache_clear()
-    newer, source = ladder.obtain("demos", "x@1", how)
+    store.run_id.cache_clear()
+    newer, source = store.obtain("demos", "x@1", how)
     assert (source, how.calls, newer["value"], newer["run"]) == ("live", 2, 102.0, "run-B")
     assert json.loads(live_h100.read_text())["demos"]["x@1"]["run"] == "run-B"
 
 
 def test_obtain_keeps_an_unwritable_measurement_in_memory_with_a_warning(live_h100, monkeypatch, capsys):
-    from helpers import ladder, results
+    from helpers import results, store
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(results, "record", full_disk)
     how = _Counting()
-    entry, source = ladder.obtain("demos", "y@1", how)
+    entry, source = store.obtain("demos", "y@1", how)
     assert (source, how.calls, entry["value"]) == ("live", 1, 101.0) and not live_h100.exists()
     err = capsys.readouterr().err
     assert "warning: demos y@1 was measured but could not be written to" in err and "No space left" in err
     assert "kept in memory for this session only" in err
-    again, source = ladder.obtain("demos", "y@1", how)  # reused, not measured again, and no second warning
+    again, source = store.obtain("demos", "y@1", how)  # reused, not measured again, and no second warning
     assert (source, how.calls, again["value"]) == ("this run", 1, 101.0) and capsys.readouterr().err == ""
 
 
 def test_obtain_refuses_a_broken_results_file_before_measuring(live_h100):
-    from helpers import ladder, results
+    from helpers import results, store
     live_h100.write_text("[1, 2")
     how = _Counting()
     with pytest.raises(results.ResultsError, match="not valid JSON"):
-        ladder.obtain("demos", "z@1", how)
+        store.obtain("demos", "z@1", how)
     assert how.calls == 0 and live_h100.read_text() == "[1, 2"
 
 
@@ -363,11 +587,11 @@ def test_a_queue_that_keeps_running_dry_is_refused_in_one_sentence(sampler):
     assert len(gpu.spins) == 6 and gpu.spins == sorted(gpu.spins)
 
 
-# ---- show_diff on config-built rungs (helpers.report) -------------------------------------------------------------
+# ---- show_diff on config-built rungs (helpers.listing) ------------------------------------------------------------
 
 def _diff(capsys, before: str, after: str) -> list[str]:
-    from helpers import report
-    report.show_diff(before, after)  # no IPython kernel here: it prints the plain diff
+    from helpers import listing
+    listing.show_diff(before, after)  # no IPython kernel here: it prints the plain diff
     return capsys.readouterr().out.splitlines()
 
 
@@ -422,7 +646,7 @@ def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
     # Chapter 10's rungs are switches of one file: a rung's diff shows the branch its constants select. A chain of
     # if constexpr / else if constexpr / else resolves to one body, one level out; a braceless branch and a condition
     # on anything but the file's constants stay as written.
-    from helpers.compiler import resolve_switches
+    from helpers.csource import resolve_switches
     src = ("constexpr int MODE = 1;\n"
            "void f(int t) {\n"
            "    if constexpr (MODE == 0) {\n        a();\n    } else if constexpr (MODE == 1) {\n        b();  // why\n"
@@ -436,7 +660,7 @@ def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
     assert not any(x in out for x in ("a();", "d();", "e();", "MODE == 0", "MODE > 1"))
     assert "    if constexpr (MODE) g(); else h();\n" in out and "if constexpr (sizeof(int) == t) {" in out
     from helpers.registry import rung
-    from helpers.report import built_source
+    from helpers.csource import built_source
     built = built_source(rung("10_persistent"))[1]  # C_BF16 = 0, CLUSTER = 1, EPILOGUE = 0: no multicast, no TMA store
     assert "tma_load_2d_multicast(" not in built and "tma_store_2d(" not in built and "if constexpr (" not in built
     assert "tma_load_2d(sB, &tmB" in built and "store_accumulators<WGMMA_N>(" in built

@@ -1,6 +1,7 @@
 """The figures issue "learner" named, held to what a reader must be able to read: two ring depths on one time axis,
 one colour per lane, empty banks left white, timeline labels of 8 pt, and roofline labels that never overlap.
-CPU only (the roofline reads the recorded results)."""
+CPU only (the roofline reads the recorded results). The two sweeps over every figure the helpers draw are marked
+`sweep`: ci/test.sh runs them in a pass of their own, after the tests and nbval."""
 import matplotlib
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ def close_figures():
 
 
 def test_two_ring_depths_share_one_time_axis():
-    from helpers.explore import pipeline_schedule, plot_pipeline
+    from helpers.explore import plot_pipeline
+    from helpers.models import pipeline_schedule
     _, (a, b) = plt.subplots(2, 1)
     plot_pipeline(2, ax=a)
     plot_pipeline(4, ax=b)
@@ -27,7 +29,8 @@ def test_two_ring_depths_share_one_time_axis():
 
 def test_every_lane_of_a_warp_has_its_own_colour_and_a_lane_can_be_outlined():
     from matplotlib.patches import Rectangle
-    from helpers.explore import lane_colours, mma_fragment, plot_fragment
+    from helpers.explore import lane_colours, plot_fragment
+    from helpers.models import mma_fragment
     assert len(set(lane_colours().colors)) == 32
     ax = plot_fragment("A", lane=5)
     boxes = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]
@@ -36,7 +39,8 @@ def test_every_lane_of_a_warp_has_its_own_colour_and_a_lane_can_be_outlined():
 
 
 def test_banks_no_lane_touches_stay_white():
-    from helpers.explore import bank_map, plot_bank_map
+    from helpers.explore import plot_bank_map
+    from helpers.models import bank_map
     ax = plot_bank_map("A", "row-major", (128, 32))
     shown = ax.images[0].get_array()
     assert np.ma.is_masked(shown) and (shown.mask == (bank_map("A", "row-major", (128, 32), 0) == 0)).all()
@@ -66,23 +70,30 @@ def test_roofline_labels_of_one_tile_stack_instead_of_overlapping(monkeypatch):
 # check on every figure; ci/test.sh also runs it on every figure a chapter shows, through GEMM_LADDER_CHECK_FIGURES) --
 
 def _figure_functions():
+    import re
     import helpers.figures as figures
-    return sorted(name for name in dir(figures) if name.startswith("fig_") and name != "fig_profile")
+    from helpers.registry import ROOT
+    drawn = [f"experiments.{p.parent.name}.{f}" for p in sorted((ROOT / "experiments").glob("*/__init__.py"))
+             for f in re.findall(r"^def (fig_\w+)\(", p.read_text(), re.M)]  # the experiments' figures too
+    return sorted(name for name in dir(figures) if name.startswith("fig_") and name != "fig_profile") + drawn
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("name", _figure_functions())
 def test_every_chapter_figure_is_legible_in_the_book(name, monkeypatch):
     # fig_profile is held to the same rule, pair by pair, in tests/test_profile_panel.py
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
-    import helpers.figures as figures
+    import importlib
     from helpers.figures.common import illegible
-    getattr(figures, name)()
+    where, _, function = name.rpartition(".")
+    getattr(importlib.import_module(where or "helpers.figures"), function)()
     assert illegible(plt.gcf()) == []
 
 
 def _shared_plots():
     from helpers import RUNGS, ceiling, replay, takes
-    from helpers.explore import LAYOUTS, plot_bank_map, plot_fragment, plot_pipeline
+    from helpers.explore import plot_bank_map, plot_fragment, plot_pipeline
+    from helpers.models import LAYOUTS
     from helpers.ladder import recorded_entry
     from helpers.plot import climb, roofline, sweep
     from helpers.registry import MAIN
@@ -107,6 +118,7 @@ def _shared_plots():
         yield f"timeline {key}", lambda key=key: plot_timeline(recorded_entry("timeline", key), 0, 24)
 
 
+@pytest.mark.sweep
 def test_every_shared_plot_is_legible_in_the_book(monkeypatch):
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     from helpers.figures.common import illegible

@@ -92,19 +92,19 @@ def test_an_old_row_without_the_new_keys_still_replays():
 
 
 def test_a_timing_reports_the_median_and_the_middle_half_of_its_rounds():
-    # bench._timing turns per-launch times and NVML samples into the Timing every row records. Expected values by
+    # timing.summarize turns per-launch times and NVML samples into the Timing every row records. Expected values by
     # hand: of 5 sorted times the quartiles are the 2nd, 3rd and 4th; of 4, a quarter of the way between the 1st and
     # 2nd (1 + 0.75 x 1) and between the 3rd and 4th; rates invert times, so the slow quartile is the low rate.
-    from helpers.timing import _quartiles, _timing
+    from helpers.timing import _quartiles, summarize
     assert _quartiles([16.0, 1.0, 4.0, 2.0, 8.0]) == (2.0, 4.0, 8.0)
     assert _quartiles([4.0, 1.0, 3.0, 2.0]) == (1.75, 2.5, 3.25)
     assert _quartiles([3.0]) == (3.0, 3.0, 3.0)  # one round: no spread, not an error
     samples = [(1980.0, 700.0), (1755.0, None), (0.0, 650.0), (1500.0, 600.0)]  # a 0 MHz or missing reading is dropped
-    t = _timing("k", [16.0, 1.0, 4.0, 2.0, 8.0], samples, flops=8e9, batch=12, host_us=3.5)
+    t = summarize("k", [16.0, 1.0, 4.0, 2.0, 8.0], samples, flops=8e9, batch=12, host_us=3.5)
     assert (t.ms, t.q1_ms, t.q3_ms, t.rounds, t.batch, t.host_us) == (4.0, 2.0, 8.0, 5, 12, 3.5)
     assert t.tflops == 2.0 and t.tflops_iqr == (1.0, 4.0) and t.spread == 1.5  # 8e9 FLOP in 4, 8 and 2 ms
     assert (t.sm_clock_mhz, t.power_w) == (1755.0, 650.0)
-    none = _timing("k", [1.0, 1.0], [], flops=1e9, batch=1)
+    none = summarize("k", [1.0, 1.0], [], flops=1e9, batch=1)
     assert none.sm_clock_mhz is None and none.power_w is None and none.spread == 0.0
 
 
@@ -174,19 +174,17 @@ def test_a_few_wrong_elements_fail_the_check_on_a_real_launch():
 
 
 def test_the_banner_names_a_broken_results_file_in_one_sentence(tmp_results, monkeypatch):
-    from helpers import report
+    from helpers import status
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     tmp_results.write_text("[1, 2")
-    text = report.banner_text("10")
+    text = status.banner_text("10")
     assert text.startswith("REPLAY:") and "not valid JSON" in text and "\n" not in text
 
 
 def test_ncu_csv_is_read_from_its_header_on():
-    # ci/crosscheck.py and ci/bank_conflicts.py share this parser; the profiled program prints before ncu's table.
-    import sys as _sys
-    from helpers.registry import ROOT
-    _sys.path.insert(0, str(ROOT / "ci"))
-    from bank_conflicts import parse_ncu_csv
+    # tools.crosscheck, tools.bank_conflicts and tools.l2_schedule read ncu through this parser (helpers.profile's
+    # ncu_rows); the profiled program prints before ncu's table.
+    from helpers.ncu import parse_ncu_csv
     head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",'
             '"Metric Name","Metric Unit","Metric Value"')
     text = "\n".join(["HARNESS {\"ratio\": 0.98}", "==PROF== Disconnected", head,

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from helpers import ncu
 from helpers import profile as prof
 from helpers.registry import MAIN, ROOT, rung
 
@@ -76,7 +77,7 @@ def raw_csv(metric_rows=METRIC_ROWS, kernel="gemm_beyond_cublas") -> str:
 
 
 def test_details_page_csv_is_read_from_its_header_on():
-    # the details page (ncu_rows: ci/bank_conflicts.py, ci/l2_schedule.py, ci/crosscheck.py), as ncu 2025 prints it
+    # the details page (ncu_rows: tools.bank_conflicts, tools.l2_schedule, tools.crosscheck), as ncu 2025 prints it
     text = textwrap.dedent('''\
         HARNESS {"ratio": 0.98}
         ==PROF== Disconnected from process 4242
@@ -84,42 +85,42 @@ def test_details_page_csv_is_read_from_its_header_on():
         "0","4242","python3.12","127.0.0.1","gemm_beyond_cublas","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","181,152"
         "1","4242","python3.12","127.0.0.1","nvjet_sm90_tst_256x128","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","178,912"
         ''')
-    rows = prof.parse_ncu_csv(text)
+    rows = ncu.parse_ncu_csv(text)
     assert [(r["Kernel Name"], r["Section Name"], r["Metric Unit"], r["Metric Value"]) for r in rows] == [
         ("gemm_beyond_cublas", "Command line profiler metrics", "nsecond", "181,152"),
         ("nvjet_sm90_tst_256x128", "Command line profiler metrics", "nsecond", "178,912")]
-    assert prof.parse_ncu_csv("==PROF== no table here\n") == []
-    sys.path.insert(0, str(ROOT / "ci"))
-    import bank_conflicts  # the ci scripts share this one parser and runner
-    assert bank_conflicts.parse_ncu_csv is prof.parse_ncu_csv and bank_conflicts.ncu_rows is prof.ncu_rows
+    assert ncu.parse_ncu_csv("==PROF== no table here\n") == []
+    from tools import bank_conflicts, crosscheck, l2_schedule  # the tools share this one runner and its parser
+    assert bank_conflicts.ncu_rows is ncu.ncu_rows and crosscheck.ncu_rows is ncu.ncu_rows
+    assert l2_schedule.ncu is bank_conflicts.ncu
 
 
 def test_raw_page_csv_gives_one_row_per_launch_and_the_units():
-    rows, units = prof.parse_raw_csv(raw_csv())
+    rows, units = ncu.parse_raw_csv(raw_csv())
     assert len(rows) == 3 and [r["ID"] for r in rows] == ["0", "1", "2"]
     assert rows[1]["gpu__time_duration.sum"] == "180,960" and rows[0]["Kernel Name"] == "gemm_beyond_cublas"
     assert units["gpu__time_duration.sum"] == "nsecond" and units["launch__registers_per_thread"] == "register/thread"
-    raw = prof.numbers(rows)
+    raw = ncu.numbers(rows)
     assert raw["gpu__time_duration.sum"] == 181152  # the median of the three launches, thousands commas dropped
     assert raw["dram__bytes_read.sum"] == 170345472
     assert "ID" not in raw and "Kernel Name" not in raw and "device__attribute_max_threads_per_block" not in raw
     assert "launch__func_cache_config" not in raw and "lts__average_gcomp_input_sector_success_rate.pct" not in raw
-    assert prof.parse_raw_csv("==PROF== nothing profiled\n") == ([], {})
+    assert ncu.parse_raw_csv("==PROF== nothing profiled\n") == ([], {})
 
 
 def test_units_convert_to_seconds_bytes_and_hertz():
-    assert prof.to_si(181152, "nsecond") == pytest.approx(181.152e-6)
-    assert prof.to_si(181.152, "usecond") == pytest.approx(181.152e-6)
-    assert prof.to_si(1.75, "cycle/nsecond") == pytest.approx(1.75e9)
-    assert prof.to_si(1755, "Mhz") == pytest.approx(1.755e9)
-    assert prof.to_si(3.2, "Gbyte") == pytest.approx(3.2e9)
-    assert prof.to_si(8.9, "Tbyte/second") == pytest.approx(8.9e12)
-    assert prof.to_si(42.0, "%") == 42.0 and prof.to_si(168, "register/thread") == 168
+    assert ncu.to_si(181152, "nsecond") == pytest.approx(181.152e-6)
+    assert ncu.to_si(181.152, "usecond") == pytest.approx(181.152e-6)
+    assert ncu.to_si(1.75, "cycle/nsecond") == pytest.approx(1.75e9)
+    assert ncu.to_si(1755, "Mhz") == pytest.approx(1.755e9)
+    assert ncu.to_si(3.2, "Gbyte") == pytest.approx(3.2e9)
+    assert ncu.to_si(8.9, "Tbyte/second") == pytest.approx(8.9e12)
+    assert ncu.to_si(42.0, "%") == 42.0 and ncu.to_si(168, "register/thread") == 168
 
 
 def test_entry_derived_from_the_raw_metrics():
-    rows, units = prof.parse_raw_csv(raw_csv())
-    e = prof.summarize(prof.numbers(rows), units, rung("10_beyond_cublas"), json.loads(CHILD_LINE.split(" ", 1)[1]))
+    rows, units = ncu.parse_raw_csv(raw_csv())
+    e = prof.summarize(ncu.numbers(rows), units, rung("10_beyond_cublas"), json.loads(CHILD_LINE.split(" ", 1)[1]))
     seconds = 181152e-9
     assert e["duration_us"] == pytest.approx(181.152) and e["sm_clock_mhz"] == pytest.approx(1755.0)
     assert e["pipe"] == "tensor" and e["tensor_active_pct"] == pytest.approx(89.26) and e["fma_pipe_pct"] == 0.41
@@ -139,16 +140,16 @@ def test_entry_derived_from_the_raw_metrics():
 
 
 def test_simt_rungs_report_the_fma_pipe():
-    rows, units = prof.parse_raw_csv(raw_csv())
-    e = prof.summarize(prof.numbers(rows), units, rung("01_warptiled"), None)
+    rows, units = ncu.parse_raw_csv(raw_csv())
+    e = prof.summarize(ncu.numbers(rows), units, rung("01_warptiled"), None)
     assert e["pipe"] == "fma" and e["tensor_active_pct"] == 0.41 and e["tensor_pipe_pct"] == pytest.approx(89.26)
     assert e["metric_source"]["tensor_active_pct"].startswith("sm__pipe_fma_cycles_active")
     assert e["spill_bytes"] is None  # no child line: unknown, not zero
 
 
 def test_stall_shares_sum_to_one_without_issuing_subsets_or_breakdowns():
-    rows, _ = prof.parse_raw_csv(raw_csv())
-    shares, family, issuing = prof.stall_shares(prof.numbers(rows))
+    rows, _ = ncu.parse_raw_csv(raw_csv())
+    shares, family, issuing = prof.stall_shares(ncu.numbers(rows))
     assert family.startswith("sampled")
     assert shares == {"sleeping": 0.64, "wait": 0.2, "long_scoreboard": 0.12, "barrier": 0.04}
     assert list(shares) == ["sleeping", "wait", "long_scoreboard", "barrier"]  # largest first
@@ -175,13 +176,13 @@ def test_child_script_names_what_exists_and_tiers_nest():
     from helpers.compiler import Build, Resources
     from helpers.kernel import Kernel
     from helpers.launch import Launch
-    compile(prof.CHILD, "<child>", "exec")
+    compile(ncu.CHILD, "<child>", "exec")
     assert {"grid", "block", "smem", "kernel"} <= {f.name for f in fields(Launch)} and hasattr(Launch, "rung")
     assert isinstance(Kernel.tile, property) and "build" in {f.name for f in fields(Kernel)}
     assert "resources" in {f.name for f in fields(Build)}
     assert {"registers", "spill_stores", "spill_loads"} <= {f.name for f in fields(Resources)}
-    assert set(prof.TIERS[2]) <= set(prof.TIERS[1]) <= set(prof.TIERS[0])
-    assert all(m in prof.TIERS[2] for m in ("gpu__time_duration.sum", "dram__bytes_read.sum"))
+    assert set(ncu.TIERS[2]) <= set(ncu.TIERS[1]) <= set(ncu.TIERS[0])
+    assert all(m in ncu.TIERS[2] for m in ("gpu__time_duration.sum", "dram__bytes_read.sum"))
 
 
 # ---- the runner, against a stand-in for ncu -----------------------------------------------------------------------
@@ -214,9 +215,9 @@ def fake_ncu(tmp_path, monkeypatch):
     that); the tier memo and the version cache start fresh."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    ncu = bindir / "ncu"
-    ncu.write_text(FAKE_NCU.format(python=sys.executable))
-    ncu.chmod(0o755)
+    fake = bindir / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable))
+    fake.chmod(0o755)
     (tmp_path / "raw.csv").write_text(raw_csv())
     log = tmp_path / "calls.log"
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
@@ -224,9 +225,9 @@ def fake_ncu(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_LOG", str(log))
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setattr(prof, "_FIRST_TIER", [0])
-    prof.ncu_version.cache_clear()
+    ncu.ncu_version.cache_clear()
     yield monkeypatch, log
-    prof.ncu_version.cache_clear()
+    ncu.ncu_version.cache_clear()
 
 
 def _calls(log) -> list[list[str]]:
@@ -243,11 +244,11 @@ def test_collect_runs_ncu_as_documented(fake_ncu):
     args = next(c for c in _calls(log) if "--version" not in c)
     text = " ".join(args)
     for want in ("--csv --page raw --print-units base", "--clock-control none", "--cache-control none",
-                 f"--nvtx --nvtx-include {prof.RANGE}/", f"--launch-count {prof.LAUNCHES}",
+                 f"--nvtx --nvtx-include {ncu.RANGE}/", f"--launch-count {ncu.LAUNCHES}",
                  "--section SpeedOfLight", "--section WarpStateStats", "--section LaunchStats"):
         assert want in text, want
-    assert args[args.index("--metrics") + 1] == ",".join(prof.TIERS[0])
-    assert args[-7:] == [prof.CHILD, "10_beyond_cublas", "4096", str(prof.LAUNCHES), str(prof.SLOW_MS), prof.RANGE,
+    assert args[args.index("--metrics") + 1] == ",".join(ncu.TIERS[0])
+    assert args[-7:] == [ncu.CHILD, "10_beyond_cublas", "4096", str(ncu.LAUNCHES), str(ncu.SLOW_MS), ncu.RANGE,
                          "{}"]  # no constexpr overrides: the rung as built
     assert e["ncu"]["command"][-7] == "<CHILD>"
 
@@ -304,7 +305,7 @@ REQUIRED = {"rung", "n", "run", "duration_us", "sm_clock_mhz", "tensor_active_pc
 def recorded(tmp_path, monkeypatch):
     """A copy of the recorded results with one profile in it, replayed (GEMM_LADDER_REPLAY=1)."""
     path = tmp_path / "results.json"
-    shutil.copy(ROOT / "results" / "nvidia-h100-80gb-hbm3.json", path)
+    shutil.copy(ROOT / "results" / "nvidia-h100-80gb-hbm3" / "run.json", path)
     data = json.loads(path.read_text())
     data["profiles"] = {"10_beyond_cublas@4096": FAKE_ENTRY}
     path.write_text(json.dumps(data))
@@ -314,7 +315,7 @@ def recorded(tmp_path, monkeypatch):
 
 
 def test_replay_returns_the_recorded_entry(recorded):
-    from helpers.ladder import NotRecorded
+    from helpers.store import NotRecorded
     e = prof.profile("10_beyond_cublas", 4096)
     assert e["source"] == "recorded" and "env" not in e and REQUIRED <= set(e)
     assert e["stall_reasons"] == FAKE_ENTRY["stall_reasons"] and e["run"] == FAKE_ENTRY["run"]
@@ -359,8 +360,7 @@ def test_cli_refuses_an_unknown_rung_in_one_line(tmp_path):
 
 
 def test_profiles_survive_pruning_and_main_is_the_default():
-    sys.path.insert(0, str(ROOT / "ci"))
-    import prune_results
+    from tools import prune_results
     assert "profiles" in prune_results.NCU and "profiles" not in prune_results.TIMED
     assert MAIN[0] == "01_naive" and MAIN[-1] == "12_fp8"
 
@@ -373,7 +373,7 @@ def test_live_profile_of_a_small_launch(tmp_results):
     e = prof.profile("05_cp_async", 1024, save=False)
     print({k: v for k, v in e.items() if k != "raw"})  # what the real ncu gave, in the test log
     assert e["source"] in ("live", "this run") and e["kernel"].startswith("gemm_cp_async")
-    assert 0 < e["duration_us"] < 10_000 and e["launches"] == prof.LAUNCHES
+    assert 0 < e["duration_us"] < 10_000 and e["launches"] == ncu.LAUNCHES
     assert 0 < e["tensor_active_pct"] <= 100 and e["registers"] > 0 and e["spill_bytes"] == 0
     assert e["stall_reasons"] and sum(e["stall_reasons"].values()) == pytest.approx(1, abs=0.01)
     # 1024^2 bf16 operands (4 MB) stay in the 50 MB L2 between launches when ncu does not flush (--cache-control

@@ -14,13 +14,13 @@ from matplotlib.text import Text  # noqa: E402
 
 from helpers import results  # noqa: E402
 from helpers.figures import fig_profile, limit_of  # noqa: E402
-from helpers.ladder import NotRecorded  # noqa: E402
+from helpers.store import NotRecorded  # noqa: E402
 from helpers.registry import MAIN, rung  # noqa: E402
 
 SIZES = (4096, 8192)
 # MAIN is in climb order: each rung beside the one before it (the first alone), and the same-tile ablation of ch 08.
 PAIRS = [(MAIN[0], None)] + [(b, a) for a, b in zip(MAIN, MAIN[1:])] + [("08_same_tile", "07_tma")]
-REFERENCE = results.RESULTS / f"{results.REFERENCE}.json"
+REFERENCE = results.RESULTS / results.REFERENCE / results.RUN_FILE
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +70,7 @@ def _drawn_texts(fig) -> list[Text]:
     return [t for t in texts if t.get_visible() and t.get_text().strip()]
 
 
+@pytest.mark.sweep  # every main-path panel at both sizes, each drawn and checked for legibility
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("rid, before", PAIRS, ids=[f"{a}-{b}" for a, b in PAIRS])
 def test_panel_draws_the_recorded_numbers_legibly(rid, before, n):

@@ -1,4 +1,4 @@
-"""Conceptual figures of the chapters, one module per chapter, drawn from the explorers (helpers/explore.py), the
+"""Conceptual figures of the chapters, one module per chapter, drawn from the models (helpers/models.py), the
 hardware facts (helpers/hardware.py) and each kernel's own constants (`build(rung).consts`), so a change to a kernel
 redraws its picture instead of falsifying it. Each `fig_*` takes an optional Axes and returns the Axes it drew on;
 every one is importable from here (`from helpers.figures import fig_smem_budget`).
@@ -13,8 +13,7 @@ every one is importable from here (`from helpers.figures import fig_smem_budget`
     ch08 (warp specialization)  fig_stage_clocks, fig_ring, fig_parities, fig_ring_bytes
     ch09 (setmaxnreg)           fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers,
                                 fig_wide_registers
-    ch10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue, fig_tile_waves,
-                                fig_pingpong_trace, fig_cluster_shapes
+    ch10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue, fig_tile_waves
     ch12 (FP8)                  fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
     every chapter (profile)     fig_profile: the rung beside its predecessor, from their recorded Nsight Compute
                                 profiles (takes and returns a pair of Axes); limit_of, what binds, for the prose
@@ -30,8 +29,7 @@ from .ch06 import fig_accumulator, fig_smem_budget, fig_swizzle_atom, fig_wgmma_
 from .ch07 import fig_load_instructions, fig_mbarrier_phase, fig_ring_parity, fig_tma_box
 from .ch08 import fig_parities, fig_ring, fig_ring_bytes, fig_stage_clocks
 from .ch09 import fig_consumer_registers, fig_pool_ledger, fig_register_pool, fig_tile_intensity, fig_wide_registers
-from .ch10 import (fig_cluster_multicast, fig_cluster_shapes, fig_persistent_schedule, fig_pingpong_trace, fig_tile_waves,
-                   fig_tma_store_epilogue)
+from .ch10 import fig_cluster_multicast, fig_persistent_schedule, fig_tile_waves, fig_tma_store_epilogue
 from .ch12 import fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
 from .profile import fig_profile, limit_of, limit_sentence
 

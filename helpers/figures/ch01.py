@@ -10,8 +10,9 @@ import re
 import numpy as np
 
 from ..compiler import build
-from ..explore import wavefronts
+from ..csource import CExprError, evaluate
 from ..hardware import CHUNK, FLOP_PER_FMA, KIB, SECTOR_BYTES, SLOTS, SMEM_BANKS, WARP
+from ..models import wavefronts
 from ..registry import rung
 from .common import A_COLOUR, B_COLOUR, FP32, axes, clean
 
@@ -24,26 +25,19 @@ def _source(rung_id: str) -> str:
     return re.sub(r"//.*", "", rung(rung_id).path.read_text())
 
 
-def _eval(expr: str, env: dict):
-    """A C integer expression of a kernel on NumPy arrays. Every operand is non-negative, so C's / and % are
-    Python's // and %."""
-    return eval(expr.replace("/", "//"), {"__builtins__": {}}, env)  # noqa: S307 - the course's own kernels
-
-
 def _thread_index(rung_id: str) -> dict[str, np.ndarray]:
     """Every `const int name = expr;` of the kernel that depends only on threadIdx, blockIdx and its constexprs,
     evaluated for each thread of block (0, 0): name -> array over threadIdx.x. Lines that need a loop variable or
     a pointer are left out; a later line with the same name would replace an earlier one."""
-    from types import SimpleNamespace
     c = build(rung_id).consts
-    env = {**c, "threadIdx": SimpleNamespace(x=np.arange(c["THREADS"])), "blockIdx": SimpleNamespace(x=0, y=0)}
+    env = {**c, "threadIdx.x": np.arange(c["THREADS"]), "blockIdx.x": 0, "blockIdx.y": 0}
     out: dict[str, np.ndarray] = {}
     for decl in re.findall(r"^\s*const int ([^;]+);", _source(rung_id), re.M):
         for part in decl.split(","):
             name, _, expr = (s.strip() for s in part.partition("="))
             try:
-                value = _eval(expr, env)
-            except (NameError, AttributeError, TypeError, SyntaxError):
+                value = evaluate(expr, env)
+            except CExprError:
                 continue
             out[name] = env[name] = np.broadcast_to(value, (c["THREADS"],))
     return out
@@ -66,7 +60,7 @@ def warp_sectors(rung_id: str, k: int = 0, size: int = SIZE) -> dict:
     out = {"row": row, "col": col}
     for op in "ABC":
         expr = " ".join(re.search(rf"\b{op}\[([^\]]+)\]", src).group(1).split())
-        addr = FP32 * np.broadcast_to(_eval(expr, env), (WARP,))
+        addr = FP32 * np.broadcast_to(evaluate(expr, env), (WARP,))
         sectors = sorted({int(a) // SECTOR_BYTES for a in addr})
         out[op] = {"expr": expr, "addresses": addr, "sectors": sectors, "moved": SECTOR_BYTES * len(sectors),
                    "used": FP32 * len(set(addr.tolist()))}
@@ -103,7 +97,7 @@ def lds128(rung_id: str, k: int = 0) -> list[dict]:
         var = next((v for v in ("i", "j") if re.search(rf"\b{v}\b", expr)), None)
         width = c["BM"] if tile == "sA" else c["BN"]
         for step in range(0, c["TM"] if var == "i" else c["TN"], 4) if var else [None]:
-            col = np.broadcast_to(_eval(expr, {**env, **({var: step} if var else {})}), (WARP,))
+            col = np.broadcast_to(evaluate(expr, {**env, **({var: step} if var else {})}), (WARP,))
             addr = FP32 * (k * width + col)
             chunks = len(set((addr // CHUNK).tolist()))
             loads.append({"operand": tile[1], "expr": " ".join(expr.split()) + (f"  ({var} = {step})" if var else ""),

@@ -182,7 +182,7 @@ def fig_wmma_intensity(ax=None):
     from each kernel's tile constants), with the machine balance of each pipe: the recorded peak of the pipe divided
     by the recorded HBM and L2 bandwidth. A rung left of its pipe's balance line cannot keep that pipe busy from that
     memory. Beside each bar: the bytes per clock one SM would need to run its pipe at the datasheet peak."""
-    from ..ladder import recorded_ceilings
+    from ..ceilings import recorded_ceilings
 
     ceil = recorded_ceilings()
     rows = [(SIMT, "FP32 FFMA (CUDA cores)", FFMA_FLOP_PER_CLK, "tab:orange")] + \

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler import build
-from ..explore import SHAPES, conflict_degree, ldmatrix_addresses, ldmatrix_x4, mma_fragment, wavefronts
 from ..hardware import BANK_BYTES, CHUNK, SMEM_BANKS
+from ..models import SHAPES, conflict_degree, ldmatrix_addresses, ldmatrix_x4, mma_fragment, wavefronts
 from .common import BF16, axes, clean
 
 RUNG = "03_mma_sync"

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler import build
-from ..explore import conflict_degree, ldmatrix_addresses, offset, wavefronts
 from ..hardware import BANK_BYTES, CHUNK, SLOTS, SMEM_BANKS, TENSOR_FLOP_PER_CLK, WAVEFRONT_BYTES
+from ..models import conflict_degree, ldmatrix_addresses, offset, wavefronts
 from .common import BF16, axes, clean
 
-PAD = 8               # the padded layout's spare bf16 per row (explore.offset): 16 bytes
+PAD = 8               # the padded layout's spare bf16 per row (models.offset): 16 bytes 
 
 
 def _tiles(rung: str = "04_swizzle") -> dict:

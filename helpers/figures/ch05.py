@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..compiler import build
-from ..explore import blocks_per_sm, pipeline_schedule
 from ..hardware import (KIB, MAX_WARPS_PER_SM, REGISTER_FILE, SCHEDULERS, SMEM_PER_SM, SMEM_RESERVED_PER_BLOCK, SMS,
                         TENSOR_BOOST_HZ, TENSOR_FLOP_PER_CLK)
+from ..models import blocks_per_sm, pipeline_schedule
 from .common import axes
 
 FILL, LANDED, READ, STALL = "tab:blue", "#9ecae1", "tab:orange", "tab:red"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler import build
-from ..explore import offset, wgmma_accumulator, wgmma_desc_decode, wgmma_desc_encode
 from ..hardware import CHUNK, SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK
+from ..models import offset, wgmma_accumulator, wgmma_desc_decode, wgmma_desc_encode
 from .common import axes
 
 

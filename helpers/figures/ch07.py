@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..compiler import build
-from ..explore import mbarrier_countdown, ring_parities
 from ..hardware import CHUNK, WARP
+from ..models import mbarrier_countdown, ring_parities
 from .common import BF16, axes, clean
 
 

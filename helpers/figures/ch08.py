@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..compiler import build
-from ..explore import ring_parities
 from ..hardware import KIB, SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK
+from ..models import ring_parities
 from .common import A_COLOUR, B_COLOUR, CONSUMER, PRODUCER, axes
 
 FULL, EMPTY = "tab:green", "tab:purple"   # the two barriers of a ring slot, in every figure of the chapter
@@ -113,7 +113,7 @@ def fig_ring(ax=None, kt: int = 9):
 
 def fig_parities(ax=None, laps: int = 3):
     """Which parity each side passes to mbarrier.try_wait.parity at every k tile, over `laps` laps of the ring
-    (from helpers.explore.ring_parities). The consumers wait on full[s] for the phase of their lap; the producer waits
+    (from helpers.models.ring_parities). The consumers wait on full[s] for the phase of their lap; the producer waits
     on empty[s] for the phase before it, which a fresh barrier counts as complete, so lap 0 never waits and no
     initial arrivals are needed (rungs 08 to 10)."""
     c = _consts("08_warp_specialized")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from ..compiler import build
-from ..explore import launch_registers, register_budget
 from ..hardware import KIB, MAX_REGS_PER_THREAD, REGISTER_FILE, TENSOR_FLOP_PER_CLK, WARP, WARPGROUP
+from ..models import launch_registers, register_budget
 from .common import A_COLOUR, B_COLOUR, CONSUMER, PRODUCER, axes, clean
 
 # One colour per role in every figure of the chapter: these two beside common's PRODUCER, CONSUMER, A_COLOUR and

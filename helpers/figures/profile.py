@@ -1,5 +1,5 @@
 """Every chapter: the rung it teaches beside the rung before it, from their recorded Nsight Compute profiles
-(results/<gpu>.json, section "profiles", written by helpers/profile.py): fig_profile, and limit_of, the few numbers
+(results/<gpu>/run.json, section "profiles", written by helpers/profile.py): fig_profile, and limit_of, the few numbers
 the chapter's prose quotes about what binds.
 
 Only recorded entries are read (never a live ncu run: a figure must not take minutes), so the figure and the prose
@@ -7,7 +7,10 @@ built on limit_of say the same thing on every machine.
 """
 from __future__ import annotations
 
-from ..ladder import NotRecorded, recorded_ceilings, recorded_entry
+from ..ceilings import recorded_ceilings
+from ..hardware import SMS
+from ..ladder import recorded_entry
+from ..store import NotRecorded
 from ..profile import SECTION, key
 from ..registry import rung
 from .common import clean
@@ -33,7 +36,6 @@ def _roof(rung_id: str, e: dict | None = None) -> str:
     profiled launch (entry e) ran clusters of one, as rungs 10 and 12 do where no CTA gets a second tile, nothing is
     multicast: plain TMA. Entries record their launch's cluster; older ones did not, and the launch rule
     (helpers.tiles.solo) says what it was from the entry's own tile and N."""
-    from ..hardware import SMS
     from ..plot import load_path
     from ..tiles import solo
     r = rung(rung_id)

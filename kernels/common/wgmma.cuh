@@ -1,6 +1,4 @@
 // Warpgroup-level tensor-core PTX (sm_90a): wgmma and its shared-memory descriptors. Introduced in chapter 06.
-// The mma wrappers spell out every accumulator register because inline PTX cannot take an array operand;
-// they were generated once with a short script and are edited like any other source from here on.
 #pragma once
 
 // wgmma.fence.sync.aligned: order this warpgroup's register writes before the wgmma that reads them.
@@ -34,99 +32,95 @@ __device__ __forceinline__ unsigned long long wgmma_desc(unsigned smem_addr, uns
            (swizzle_mode << 62);
 }
 
-// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16: D[64x64] (+)= A[64x16] * B[16x64], both operands
-// from shared memory through descriptors, K-major; 32 fp32 accumulators per thread of the warpgroup.
-// scale_d = 0 overwrites D (the first k step needs no zeroed accumulators), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
+// The mma wrappers below are one macro per instruction family: inline PTX cannot take an array operand, so every
+// accumulator register is an operand of its own, named %0, %1, ... in the instruction's text. The register lists
+// come in blocks of 16 (WGMMA_Rb names %16b .. %16b+15; WGMMA_D(b) binds d[16b] .. d[16b+15] to them), and a shape
+// of n columns takes n / 32 blocks. The descriptors and scale-d follow the accumulators, so their operand numbers
+// (given to each macro) are n / 2, n / 2 + 1 and n / 2 + 2.
+#define WGMMA_R0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+#define WGMMA_R1 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WGMMA_R2 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+#define WGMMA_R3 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WGMMA_R4 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79"
+#define WGMMA_R5 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define WGMMA_R6 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+#define WGMMA_R7 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+#define WGMMA_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define WGMMA_D(b) WGMMA_D4(16 * b), WGMMA_D4(16 * b + 4), WGMMA_D4(16 * b + 8), WGMMA_D4(16 * b + 12)
+#define WGMMA_REGS_32 WGMMA_R0 ", " WGMMA_R1
+#define WGMMA_REGS_64 WGMMA_REGS_32 ", " WGMMA_R2 ", " WGMMA_R3
+#define WGMMA_REGS_80 WGMMA_REGS_64 ", " WGMMA_R4
+#define WGMMA_REGS_96 WGMMA_REGS_80 ", " WGMMA_R5
+#define WGMMA_REGS_128 WGMMA_REGS_96 ", " WGMMA_R6 ", " WGMMA_R7
+#define WGMMA_ACC_32 WGMMA_D(0), WGMMA_D(1)
+#define WGMMA_ACC_64 WGMMA_ACC_32, WGMMA_D(2), WGMMA_D(3)
+#define WGMMA_ACC_80 WGMMA_ACC_64, WGMMA_D(4)
+#define WGMMA_ACC_96 WGMMA_ACC_80, WGMMA_D(5)
+#define WGMMA_ACC_128 WGMMA_ACC_96, WGMMA_D(6), WGMMA_D(7)
 
-// wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16: D[64x128] (+)= A[64x16] * B[16x128], both operands
-// from shared memory through descriptors, K-major; 64 fp32 accumulators per thread of the warpgroup.
-// scale_d = 0 overwrites D (the first k step needs no zeroed accumulators), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
+// wgmma.mma_async.sync.aligned.m64n<N>k16.f32.bf16.bf16: D[64xN] (+)= A[64x16] * B[16xN], both operands from
+// shared memory through descriptors, K-major; ACC = N / 2 fp32 accumulators per thread of the warpgroup. scale_d = 0
+// overwrites D (the first k step needs no zeroed accumulators), 1 accumulates. The trailing "1, 1, 0, 0" are
+// imm-scale-a, imm-scale-b (+1) and the transpose flags of A and B (none: both K-major). DA, DB, S: the operand
+// numbers of desc_a, desc_b and scale_d.
+#define WGMMA_BF16(N, ACC, DA, DB, S)                                                                                  \
+    __device__ __forceinline__ void wgmma_m64n##N##k16_bf16(float (&d)[ACC], unsigned long long desc_a,               \
+                                                            unsigned long long desc_b, int scale_d) {                 \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #S ", 0;\n"                                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                                      \
+                     "{" WGMMA_REGS_##ACC "}, %" #DA ", %" #DB ", p, 1, 1, 0, 0;\n}\n"                                 \
+                     : WGMMA_ACC_##ACC                                                                                \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                                       \
+    }
+WGMMA_BF16(64, 32, 32, 33, 34)
+WGMMA_BF16(128, 64, 64, 65, 66)
+// m64n160k16: chapter 09's wide tile, two of them a consumer's 64 x 320 slice (160 accumulators, more than 168
+// registers can hold). m64n192k16: chapter 10's middle tile; n may be any multiple of 8 up to 256 (16 for this
+// dtype's k).
+WGMMA_BF16(160, 80, 80, 81, 82)
+WGMMA_BF16(192, 96, 96, 97, 98)
+WGMMA_BF16(256, 128, 128, 129, 130)
 
-// wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16: D[64x160] (+)= A[64x16] * B[16x160], both operands
-// from shared memory through descriptors, K-major; 80 fp32 accumulators per thread of the warpgroup. Chapter 09's
-// wide tile: two of them make a consumer's 64 x 320 slice, 160 accumulators, more than 168 registers can hold.
-// scale_d = 0 overwrites D (the first k step needs no zeroed accumulators), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n160k16_bf16(float (&d)[80], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, %80, %81, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-// wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16: D[64x192] (+)= A[64x16] * B[16x192], both operands
-// from shared memory through descriptors, K-major; 96 fp32 accumulators per thread of the warpgroup. Chapter
-// 10's middle tile: n may be any multiple of 8 up to 256 (16 for this dtype's k), so 192 is a legal shape.
-// scale_d = 0 overwrites D (the first k step needs no zeroed accumulators), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n192k16_bf16(float (&d)[96], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-// wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16: D[64x256] (+)= A[64x16] * B[16x256], both operands
-// from shared memory through descriptors, K-major; 128 fp32 accumulators per thread of the warpgroup.
-// scale_d = 0 overwrites D (the first k step needs no zeroed accumulators), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-// wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3: D[64x256] (+)= A[64x32] * B[32x256] with e4m3 (FP8)
-// operands from shared memory, both K-major (FP8 wgmma has no transpose immediates), fp32 accumulators as in
-// m64n256k16. A 32-deep k step of e4m3 is 32 bytes, as a 16-deep step of bf16 is, so the descriptors and the
-// 128-byte swizzle are the same. Chapter 12's rung; the two trailing 1s are imm-scale-a and imm-scale-b (+1).
-__device__ __forceinline__ void wgmma_m64n256k32_e4m3(float (&d)[128], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-// wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3: the same instruction at half the width, 64 fp32
-// accumulators per thread. Chapter 12's promoted variant: its 64 x 128 partial sums and their fp32 totals (64 more
-// registers) fit a consumer thread together, where 128 + 128 for a 64 x 256 slice would not.
-__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], unsigned long long desc_a,
-                                                      unsigned long long desc_b, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
+// wgmma.mma_async.sync.aligned.m64n<N>k32.f32.e4m3.e4m3: D[64xN] (+)= A[64x32] * B[32xN] with e4m3 (FP8) operands
+// from shared memory, both K-major (FP8 wgmma has no transpose immediates), fp32 accumulators as in the bf16 shapes.
+// A 32-deep k step of e4m3 is 32 bytes, as a 16-deep step of bf16 is, so the descriptors and the 128-byte swizzle
+// are the same. The two trailing 1s are imm-scale-a and imm-scale-b (+1). Chapter 12: m64n256k32 for its rung,
+// m64n128k32 for the promoted variant, whose 64 x 128 partial sums and their fp32 totals (64 more registers) fit a
+// consumer thread together, where 128 + 128 for a 64 x 256 slice would not.
+#define WGMMA_E4M3(N, ACC, DA, DB, S)                                                                                  \
+    __device__ __forceinline__ void wgmma_m64n##N##k32_e4m3(float (&d)[ACC], unsigned long long desc_a,               \
+                                                            unsigned long long desc_b, int scale_d) {                 \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #S ", 0;\n"                                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 "                                      \
+                     "{" WGMMA_REGS_##ACC "}, %" #DA ", %" #DB ", p, 1, 1;\n}\n"                                       \
+                     : WGMMA_ACC_##ACC                                                                                \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                                       \
+    }
+WGMMA_E4M3(256, 128, 128, 129, 130)
+WGMMA_E4M3(128, 64, 64, 65, 66)
+// The helpers end here: an including kernel sees the wrappers, not their macros.
+#undef WGMMA_BF16
+#undef WGMMA_E4M3
+#undef WGMMA_R0
+#undef WGMMA_R1
+#undef WGMMA_R2
+#undef WGMMA_R3
+#undef WGMMA_R4
+#undef WGMMA_R5
+#undef WGMMA_R6
+#undef WGMMA_R7
+#undef WGMMA_D4
+#undef WGMMA_D
+#undef WGMMA_REGS_32
+#undef WGMMA_REGS_64
+#undef WGMMA_REGS_80
+#undef WGMMA_REGS_96
+#undef WGMMA_REGS_128
+#undef WGMMA_ACC_32
+#undef WGMMA_ACC_64
+#undef WGMMA_ACC_80
+#undef WGMMA_ACC_96
+#undef WGMMA_ACC_128
 
 // One name for the five shapes, chosen at compile time: wgmma_m64nNk16_bf16<N>(d, desc_a, desc_b, scale_d).
 template <int N>
