@@ -71,8 +71,8 @@ def _beyond(*sass: str) -> dict:
 _PAIRED = ("SHFL.BFLY", "STG.E.64")
 # Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (tools/tune.py records them at
 # N = 6144 and 12288, where all three tiles fill their waves alike; tests/test_claims.py holds these to that run).
-# Measured, not derived: no probe says which path binds them. Both move from lease to lease: run 13:27Z measured
-# 0.98-0.99 and 0.85-0.89, run 18:01Z 0.934-0.977 and 0.808-0.819; the napkin picks the same tiles with any of them.
+# Measured, not derived: no probe says which path binds them, and they move by a few points between machines; the
+# napkin picks the same tiles across the range the recorded runs measured.
 MID_RATE = 0.955    # 128 x 192: 25% more L2 and shared-memory bytes per FLOP than 128 x 256
 NARROW_RATE = 0.815  # 128 x 128: 50% more
 
@@ -149,7 +149,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_bf16_c", "+ C written as bf16, as cuBLAS writes it", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
     # 10_bf16_c launched as rung 09 is, one block per tile (a 1-D grid in rung 09's row order): bf16 C without
-    # persistence, the order this chapter's steps had until run 2026-11-26T18:01Z-h100 (experiments/bf16_c_8192).
+    # persistence, the ablation that says why persistence comes first (experiments/bf16_c_8192).
     Rung("10_bf16_c_per_tile", "10_bf16_c launched one block per tile, as rung 09", "gemm_beyond_cublas",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
          **{**_beyond(*_PAIRED), "grid": "tile_list"}),

@@ -182,7 +182,7 @@ def _bf16_stores_medians(*experiments: int) -> dict:
 
 
 def test_chapter_10_bf16_c_step_names_its_cause_from_the_recorded_experiment():
-    """The one step down of the main path: the prose quotes ci/bf16_stores.py's recorded log, and the log says what
+    """The one step down of the main path: the prose quotes experiments/bf16_stores's record, and the record says what
     the prose says (the launch path changes nothing, the bf16x2 stores alone cost 2-3%)."""
     med = _bf16_stores_medians(1, 2)
     for n in (4096, 8192):
@@ -191,7 +191,7 @@ def test_chapter_10_bf16_c_step_names_its_cause_from_the_recorded_experiment():
     assert round(100 * cost[4096]) == 2 and round(100 * cost[8192]) == 3, cost
     text = _markdown("10_beyond_cublas.ipynb")
     assert says(text, "loses 2% at N = 4096 and 3% at 8192") and says(text, "within half a percent")
-    assert says(text, "`results/bf16_stores.log`")
+    assert says(text, "`experiments/bf16_stores/record.json`")
 
 
 def test_chapter_10_names_the_paired_stores_and_their_measured_gain():

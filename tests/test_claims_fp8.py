@@ -267,7 +267,7 @@ def test_chapter_12_profile_and_variants(data, text):
         assert abs(e(FP8, n, "dram_read_gb") / e("cublas_fp8", n, "dram_read_gb") - 1) < 0.1  # 9% apart at 4096
     assert "128x256" in e("cublas_fp8", 4096, "kernel") and pipes[2] > pipes[0]
     run = {e(who, n, "run") for who in (FP8, "cublas_fp8") for n in (4096, 8192)}
-    assert len(run) == 1 and says(text, f"(`ci/l2_schedule.py`, recorded in run {run.pop()})")
+    assert len(run) == 1 and says(text, f"(`tools/l2_schedule.py`, recorded in run {run.pop()})")
     ratio4 = _row(data, FP8, 4096)["ratio"]
     assert says(text, f"What leaves rung 12 {100 * (1 - ratio4):.1f} points short at 4096 is a different kernel, the "
                       f"{_algorithm(_row(data, FP8, 4096)['cublas_ref'])[2]} tile that won this run's rounds")

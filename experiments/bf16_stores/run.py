@@ -19,7 +19,7 @@
    pay before the fourth stage instead? 10_cluster (three stages, paired stores), the same with the TMA store, and
    10_four_stages and 10_tma_store (four stages, without and with it), all as built today, in the same rounds.
 7. In run 2026-11-26T13:27Z-h100 the cluster step (10_persistent -> 10_cluster) is flat at N = 4096, yet clusters of
-   one cost the final rung 8% there (ci/tune.py). Does the step rise if it comes after the TMA store? 10_persistent,
+   one cost the final rung 8% there (tools/tune.py). Does the step rise if it comes after the TMA store? 10_persistent,
    10_cluster, 10_tma_store without its pairs and grouped order (CLUSTER = 1, SCHEDULE = 0), and 10_tma_store, all
    as built today, in the same rounds: the path as it is, and the path with the two steps swapped.
 Each pair alternates over three rounds (experiments 6 and 7 over five), each round timed by helpers.bench (GPU time,

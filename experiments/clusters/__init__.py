@@ -25,7 +25,7 @@ def table(rec: dict | None = None) -> None:
     rec = rec or record()
     env = rec["env"]["time"]
     names = (*SHAPES, "rung 10")
-    print(f"ci/clusters.py, {env['name']}, {env['date']}, outside the book's run; TFLOP/s (/ cuBLAS)")
+    print(f"experiments/clusters, {env['name']}, {env['date']}, outside the book's run; TFLOP/s (/ cuBLAS)")
     print(f"{'M x N x K':<18}" + "".join(f"{x:>15}" for x in names) + f"{'cuBLAS':>8}")
     for row in rec["time"]:
         print(f"{'x'.join(map(str, row['shape'])):<18}"
@@ -40,7 +40,7 @@ def profiles(rec: dict | None = None) -> None:
     """Print the record's Nsight Compute profiles at N = 8192, as chapter profiles print."""
     from helpers.profile import table as profile_table
     rec = rec or record()
-    print(f"ci/clusters.py, {rec['env']['profile']['date']}:")
+    print(f"experiments/clusters, {rec['env']['profile']['date']}:")
     print(profile_table(rec["profile"].values()))
 
 
@@ -63,7 +63,7 @@ def fig_shapes(rec: dict | None = None, ax=None):
     ax.set_xticks(range(len(ns)), [f"{n}" for n in ns])
     ax.set_xlabel("N (M = N = K)")
     ax.set_ylabel("TFLOP/s / 2 x 1's")
-    ax.set_title("Cluster shapes, same rounds (ci/clusters.py, outside the run)", fontsize=9)
+    ax.set_title("Cluster shapes, same rounds (experiments/clusters, outside the run)", fontsize=9)
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
               title="CTAs (M x N): bytes a CTA pulls", title_fontsize=9)
     clean(ax)

@@ -22,7 +22,7 @@ def table(rec: dict | None = None, part: str = "time") -> None:
     rows = rec[part] if part == "time" else rec[part]["time"]
     env = rec["env"][part]
     builds = [(b, h) for b, h in zip(BUILDS, HEADS) if b in rows[0]]
-    print(f"ci/fp8_promoted.py{' (first try)' if part != 'time' else ''}, {env['name']}, {env['date']}, outside the "
+    print(f"experiments/fp8_promoted{' (first try)' if part != 'time' else ''}, {env['name']}, {env['date']}, outside the "
           f"book's run; TFLOP/s\n(each shape: one set of interleaved rounds; Lt: cuBLASLt; the ratios: promoted's)")
     heads = (*(h for _, h in builds), "Lt prom.", "Lt fast", "/ Lt prom.", "/ rung 12")
     print(f"{'M x N x K':<16}" + "".join(f"{h:>11}" for h in heads))
@@ -42,6 +42,6 @@ def profiles(rec: dict | None = None, part: str | None = None) -> None:
     rec = rec or record()
     entries, env = (rec["first_try"]["profile"], rec["env"]["first_try"]) if part else (rec["profile"],
                                                                                       rec["env"]["profile"])
-    print(f"ci/fp8_promoted.py{' (first try)' if part else ''}, {env['date']}:")
+    print(f"experiments/fp8_promoted{' (first try)' if part else ''}, {env['date']}:")
     short = dict(zip(BUILDS, ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", "promoted, 256 k")))
     print(profile_table([{**e, "rung": short.get(name, name)} for name, e in entries.items()]))

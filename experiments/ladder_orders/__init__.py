@@ -21,7 +21,7 @@ def table(rec: dict | None = None, shown=("PEFCS", "PCSEF", "CPSEF")) -> str:
     sizes = list(rec["time"])
     words = dict(P="persistent", C="clusters", S="grouped", E="TMA store", F="4th stage")
     rising = [sum(s[n]["rises"] for s in o["steps"] for n in sizes) for o in orders.values()]
-    lines = [f"ci/ladder_orders.py, {env['name']}, {env['date']}, outside the book's run",
+    lines = [f"experiments/ladder_orders, {env['name']}, {env['date']}, outside the book's run",
              f"of {len(orders)} orders, rising at every step at N = {' and '.join(sizes)}: "
              f"{sum(r == 2 * 5 for r in rising)}; at all but one: {sum(r == 2 * 5 - 1 for r in rising)}",
              f"{'order':<8}{'step':<14}" + "".join(f"{'N=' + n:>12}" for n in sizes)]

@@ -20,13 +20,19 @@ def record() -> dict:
 
 
 def diff() -> None:
-    """Show the experiment's kernel as the diff of its built text against 10_stmatrix's, the way chapters show a
-    rung's lesson."""
+    """Show what the switch PINGPONG changes in the experiment's kernel: every line of pingpong.cu that reads it (the
+    tile height, the readers per slot, the consumers' rows), then the diff of the built text with its `if constexpr`
+    branches resolved at PINGPONG = 0 and 1 (the turns). At PINGPONG = 0 the file builds 10_stmatrix's SASS."""
     import difflib
-    from helpers.csource import source as rung_source
+    from helpers.csource import resolve_switches
     from helpers.listing import display_code
-    lines = difflib.unified_diff(rung_source(BASE).splitlines(), source().splitlines(), BASE,
-                                 "experiments/pingpong/pingpong.cu", n=1, lineterm="")
+    text = source()
+    reads = [f"{i:4} {line}" for i, line in enumerate(text.splitlines(), 1)
+             if ("PINGPONG" in line or "SLOT_READERS" in line) and not line.lstrip().startswith("//")]
+    display_code("// experiments/pingpong/pingpong.cu: the lines that read the switch\n" + "\n".join(reads), "cuda")
+    lines = difflib.unified_diff(resolve_switches(text).splitlines(),
+                                 resolve_switches(source({"PINGPONG": 1})).splitlines(),
+                                 "pingpong.cu, PINGPONG = 0", "pingpong.cu, PINGPONG = 1", n=1, lineterm="")
     display_code("\n".join(lines), "diff")
 
 
@@ -70,7 +76,7 @@ def table(rec: dict | None = None) -> None:
     rec = rec or record()
     names = [*VARIANTS, "rung 10"]
     env = rec["env"]["time"]
-    print(f"ci/pingpong.py on {env['name']} ({env['date']}), outside the book's run; TFLOP/s (ratio to cuBLAS)")
+    print(f"experiments/pingpong on {env['name']} ({env['date']}), outside the book's run; TFLOP/s (ratio to cuBLAS)")
     print(f"{'M x N x K':<18}" + "".join(f"{x:>22}" for x in names) + f"{'cuBLAS':>9}")
     for row in rec["time"]:
         cells = "".join(f"{row[x]['tflops']:>14.1f} ({row[x]['ratio']:.3f})" for x in names)
@@ -81,7 +87,7 @@ def profiles(rec: dict | None = None) -> None:
     """Print the record's Nsight Compute profiles of the variants at N = 8192, as chapter profiles print."""
     from helpers.profile import table as profile_table
     rec = rec or record()
-    print(f"ci/pingpong.py, {rec['env']['profile']['date']}:")
+    print(f"experiments/pingpong, {rec['env']['profile']['date']}:")
     print(profile_table(rec["profile"].values()))
 
 
@@ -90,7 +96,7 @@ def control(rec: dict | None = None) -> None:
     kernel's, timed beside both, and its DRAM bytes at N = 8192 beside theirs."""
     rec = rec or record()
     ctl = rec["control"]
-    print(f"ci/pingpong.py control, {rec['env']['control']['date']}; TFLOP/s (ratio to cuBLAS):")
+    print(f"experiments/pingpong control, {rec['env']['control']['date']}; TFLOP/s (ratio to cuBLAS):")
     for row in ctl["time"]:
         cells = ", ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})" for x in CONTROL)
         print(f"  {'x'.join(map(str, row['shape']))}: {cells}")
@@ -111,7 +117,7 @@ def followups(rec: dict | None = None) -> None:
                         ("single", ("cooperative", "ping-pong, 5 stages", "one consumer, 64 x 256")),
                         ("issue", ("cooperative", "cooperative, two groups", "one consumer", "one consumer, two groups",
                                    "ping-pong, 5 stages, two groups"))):
-        print(f"ci/pingpong.py {part}, {rec['env'][part]['date']}:")
+        print(f"experiments/pingpong {part}, {rec['env'][part]['date']}:")
         rows = {tuple(r["shape"]): r for r in rec[part]["time"]}
         for name in names:
             ph = phases(name, rec, part)
@@ -156,7 +162,7 @@ def fig_trace(names=("cooperative", "ping-pong, 5 stages"), rows: int = 384, ax=
                         Patch(color="0.6", label="epilogue: C to shared memory, TMA stores issued")],
                loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False, ncol=2)
     shape = " x ".join(map(str, rec["trace"]["shape"]))
-    fig.suptitle(f"Measured: CTA 0's first {rows} rows of C at {shape}, one launch each (ci/pingpong.py,\n"
+    fig.suptitle(f"Measured: CTA 0's first {rows} rows of C at {shape}, one launch each (experiments/pingpong,\n"
                  f"{rec['env']['trace']['name']}, {rec['env']['trace']['date']}, outside the book's run)",
                  fontsize=10)
     fig.tight_layout()

@@ -17,7 +17,7 @@ def table(rec: dict | None = None) -> None:
     """Print the record's timings: per shape, rung 10 as it launches and the one-consumer builds, each with its time
     per launch, its ratio to the fastest cuBLAS of the same rounds and its grid, then what that cuBLAS was."""
     rec = rec or record()
-    print(f"ci/small_tiles.py, {rec['env']['name']}, {rec['env']['date']}, outside the book's run")
+    print(f"experiments/small_tiles, {rec['env']['name']}, {rec['env']['date']}, outside the book's run")
     for row in rec["time"]:
         print(f"{'x'.join(map(str, row['shape']))}: cuBLAS {row['cublas_best']['us']:.2f} µs, "
               + re.sub(r"^.*?(tile \d+x\d+, cluster \dx\dx\d).*$", r"\1", row["cublas"]))

@@ -16,7 +16,7 @@ def table(rec: dict | None = None) -> None:
     """Print the record's timings: per shape, each build's time per launch, TFLOP/s and ratio to cuBLAS, with the
     grid it launched."""
     rec = rec or record()
-    print(f"ci/splitk.py on {rec['env']['name']} ({rec['env']['date']}), outside the book's run")
+    print(f"experiments/splitk on {rec['env']['name']} ({rec['env']['date']}), outside the book's run")
     for row in rec["time"]:
         print(f"{'x'.join(map(str, row['shape']))}: cuBLAS {row['cublas_best']['us']:.2f} µs")
         for name, x in row.items():

@@ -18,7 +18,7 @@ def table(rec: dict | None = None) -> None:
     rec = rec or record()
     env, t = rec["env"], rec["time"]
     base = t["two warpgroups, one CTA"]["tflops"]
-    print(f"ci/wgmma_issue.py, {env['name']}, {env['date']}, outside the book's run:\n"
+    print(f"experiments/wgmma_issue, {env['name']}, {env['date']}, outside the book's run:\n"
           f"m64n256k16 back to back on one resident tile, random operands")
     for name, e in t.items():
         print(f"  {name:<28}{e['tflops']:>8.1f} TFLOP/s ({e['tflops'] / base:.2f}), {e['threads']} threads x "

@@ -202,7 +202,7 @@ def fig_cluster_multicast(ax=None):
 
     # --- bytes per CTA per k tile, from the explorer
     scale = 16.0 / l2_bytes_per_k_tile(bm, bn, bk, 1)["landed"]
-    ax.text(0.0, -1.2, "bytes per CTA per k tile (helpers.explore.l2_bytes_per_k_tile)", fontsize=9.5,
+    ax.text(0.0, -1.2, "bytes per CTA per k tile (helpers.models.l2_bytes_per_k_tile)", fontsize=9.5,
             weight="bold", va="center")
     y = -2.1
     for size in (1, cl):

@@ -1,7 +1,7 @@
 // The pieces of chapter 10's persistent, warp-specialized kernel that its experiments (experiments/*/*.cu) share,
 // each written once: the order of the tile list, the ring's handshake between the TMA producer and the consumer
 // warpgroups, and the TMA-store epilogue. Chapter 10's own file (and 12_fp8.cu, which copies it) spells the same
-// steps out inline: each of its lessons is the diff of one of them (helpers.report.show_diff), so they stay there.
+// steps out inline: each of its lessons is the diff of one of them (helpers.listing.show_diff), so they stay there.
 #pragma once
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
