@@ -8,12 +8,20 @@ import re
 import pytest
 
 from helpers import results
-from helpers.figures.profile import _entry, limit_of, limit_sentence
+from helpers.figures.profile import limit_of, limit_sentence, recorded_profile
 from helpers.registry import ROOT
 
 from conftest import says
 
 PANEL = re.compile(r'fig_profile\("(\w+)", (?:"(\w+)"|None), n=(\d+)\)')
+
+
+def _rendered(cell: dict) -> str:
+    """The paragraph a rendered-prose cell (helpers.prose.say, tagged remove-input) shows: its saved Markdown output,
+    which nbval holds to what the run renders."""
+    if "remove-input" not in cell.get("metadata", {}).get("tags", []):
+        return ""
+    return "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", []))
 
 
 def _panels():
@@ -25,7 +33,7 @@ def _panels():
             m = PANEL.search("".join(c["source"])) if c["cell_type"] == "code" else None
             if m:
                 after = cells[i + 1] if i + 1 < len(cells) else {"cell_type": "code", "source": []}
-                text = "".join(after["source"]) if after["cell_type"] == "markdown" else ""
+                text = "".join(after["source"]) if after["cell_type"] == "markdown" else _rendered(after)
                 found.append((nb.name, m.group(1), int(m.group(3)), text))
     return found
 
@@ -80,6 +88,6 @@ def test_chapter_01_measures_what_the_second_block_buys(data):
 def test_chapter_08_measures_the_dram_traffic_it_once_guessed():
     md = "\n".join("".join(c["source"]) for c in json.loads((ROOT / "chapters" / "08_warp_specialization.ipynb")
                    .read_text())["cells"] if c["cell_type"] == "markdown")
-    w, t = _entry("08_warp_specialized", 8192), _entry("07_tma", 8192)
+    w, t = recorded_profile("08_warp_specialized", 8192), recorded_profile("07_tma", 8192)
     assert says(md, f"reads {w['dram_bytes'] / 1e9:.2f} GB from DRAM against {t['dram_bytes'] / 1e9:.2f} GB for rung 07")
     assert w["dram_bytes"] > t["dram_bytes"] and not says(md, "This chapter does not measure it")

@@ -112,7 +112,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("measure", ("correctness", "cublas", "timing", "probes", "ncu")),    # check, time, profile a launch
     ("store", ("results", "store")),                                      # the results file and obtain()
     ("models", ("models", "fp8")),                                        # CPU models the chapters teach with
-    ("text", ("tables", "status", "listing")),                            # what a reader reads: tables, banner, code
+    ("text", ("tables", "status", "listing", "prose")),                   # what a reader reads: tables, banner, code, sentences
     ("rows", ("ladder", "ceilings", "demos", "profile", "numba_simt", "timeline")),  # the verbs that give numbers
     ("pictures", ("plot", "figures", "explore", "exercises", "playground")),         # plots, figures, widgets
     ("entry", ("__init__", "__main__")),                                  # the package's verbs and the CLI

@@ -31,6 +31,6 @@ from .ch08 import fig_parities, fig_ring, fig_ring_bytes, fig_stage_clocks
 from .ch09 import fig_consumer_registers, fig_pool_ledger, fig_register_pool, fig_tile_intensity, fig_wide_registers
 from .ch10 import fig_cluster_multicast, fig_persistent_schedule, fig_tile_waves, fig_tma_store_epilogue
 from .ch12 import fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
-from .profile import fig_profile, limit_of, limit_sentence
+from .profile import fig_profile, limit_of, limit_sentence, recorded_profile
 
-__all__ = sorted(name for name in dir() if name.startswith("fig_")) + ["limit_of", "limit_sentence"]
+__all__ = sorted(name for name in dir() if name.startswith("fig_")) + ["limit_of", "limit_sentence", "recorded_profile"]

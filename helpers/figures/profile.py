@@ -21,14 +21,15 @@ ROOFS = {"l2_read": "LDG", "tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast
 FONT = 8.5
 
 
-def _entry(rung_id: str, n: int) -> dict:
-    """The recorded profile of rung_id at N, or NotRecorded in one sentence."""
+def recorded_profile(rung_id: str, n: int) -> dict:
+    """The recorded profile of rung_id at N (what the panels and the prose read: never a live ncu run), or
+    NotRecorded in one sentence."""
     rung(rung_id)  # an unknown id fails here, in the registry's words
     try:
         return recorded_entry(SECTION, key(rung_id, n))
     except NotRecorded:
-        raise NotRecorded(f"The profile of {rung_id} at N={n} was never recorded, so it cannot be drawn; take it on an "
-                          f"H100 with Nsight Compute (python -m helpers profile --rungs {rung_id} --n {n}).") from None
+        raise NotRecorded(f"The profile of {rung_id} at N={n} was never recorded, so it cannot be drawn; take it on a "
+                          f"Hopper GPU with Nsight Compute (python -m helpers profile --rungs {rung_id} --n {n}).") from None
 
 
 def _roof(rung_id: str, e: dict | None = None) -> str:
@@ -56,7 +57,7 @@ def limit_of(rung_id: str, n: int) -> dict:
     """What the recorded profile says binds rung_id at N: its top stall reason and that reason's share of the stalled
     samples, its math pipe and how busy it is (% of peak), and L2 -> SM bytes per second as a fraction of the roof
     of its own load path (`roof`, a ceiling id). Unrounded: the prose rounds."""
-    e = _entry(rung_id, n)
+    e = recorded_profile(rung_id, n)
     top, share = max(e["stall_reasons"].items(), key=lambda kv: kv[1])
     pipe, pct = _pipe(e)
     roof = _roof(rung_id, e)
@@ -96,7 +97,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     from matplotlib.ticker import PercentFormatter
 
     ids = [rung_id] + ([before_id] if before_id else [])
-    entries = [_entry(rid, n) for rid in ids]
+    entries = [recorded_profile(rid, n) for rid in ids]
     ceilings = recorded_ceilings()
     if axes is None:
         fig = plt.figure(figsize=(9.2, 4), layout="constrained")  # the book's column: 9.4 in with its padding
@@ -161,7 +162,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
 def limit_sentence(rung_id: str, n: int) -> str:
     """The sentence each chapter's prose opens its profile paragraph with, built from limit_of, so the tests can
     hold the prose to the recorded profile word for word."""
-    x, e = limit_of(rung_id, n), _entry(rung_id, n)
+    x, e = limit_of(rung_id, n), recorded_profile(rung_id, n)
     path = {"tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast", "l2_read": "LDG/cp.async"}[x["roof"]]
     return (f"Nsight Compute on {rung_id} at N = {n} (run {e['run']}): the top stall is `{x['top_stall']}` "
             f"({x['top_share']:.0%} of the sampled stalls), the {x['pipe']} pipe is busy {x['pipe_pct']:.0f}% of the "
