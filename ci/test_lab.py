@@ -3,7 +3,7 @@ the playground opened, a kernel edited into a syntax error in its editor, and th
 exercise of chapter 01 answered off by a factor of two, and the hint for that mistake checked.
 
 Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
-recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the recorded H100 numbers
+recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the book's recorded numbers
 as it would on a laptop. The test checks the saved banner before running (it must say when it was measured and what
 running will do), runs all cells, checks that none raised and that the replay banner shows, then
 changes the explorer's N and checks that the widget redrew (a new figure, and the rungs not measured at that N
@@ -116,7 +116,8 @@ def test_a_reader_runs_chapter_01_and_moves_the_explorer(lab, browser):  # noqa:
             if (o.includes('</b>:')) return o;
         }
         return '';""")
-    assert "<b>MEASURED</b>: saved from an H100 run on " in saved and "will replay these recorded numbers" in saved, saved[:300]
+    # the banner a GPU run saved (its device and date read from that run, whichever it was)
+    assert "<b>MEASURED</b>: " in saved and "recorded numbers" in saved, saved[:300]
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
     _wait(browser, ALL_RAN, 240, "every cell to run")

@@ -14,7 +14,7 @@ Every rung against the strongest cuBLAS, as a table (or JSON rows) and a climb p
 
 Live (a GPU that can run the rung): each rung is checked on fresh random data and timed against cuBLAS by GPU time
 (spin-prefilled queue, equal batches, 15 interleaved rounds, median and IQR), then recorded in results/<gpu>/run.json.
-Anywhere else, or with --replay (or GEMM_LADDER_REPLAY=1), the rows recorded on the H100 are shown, labelled so; a
+Anywhere else, or with --replay (or GEMM_LADDER_REPLAY=1), the rows of the book's recorded run are shown, labelled so; a
 rung and size never recorded is a "not measured" line. Environment: GEMM_LADDER_REPLAY (1 replays), GEMM_LADDER_RESULTS
 (another results file), GEMM_LADDER_RUN (one run id across processes: a row this run measured is reused).
 
@@ -66,10 +66,10 @@ def _unique(items: list) -> list:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m helpers", description="Climb the GEMM ladder on an H100.")
+    p = argparse.ArgumentParser(prog="python -m helpers", description="Climb the GEMM ladder on a Hopper GPU (H100, H200).")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="{ladder,profile,sass,check}")
     raw = argparse.RawDescriptionHelpFormatter
-    lad = sub.add_parser("ladder", help="every rung against cuBLAS: measured live, or the recorded H100 run",
+    lad = sub.add_parser("ladder", help="every rung against cuBLAS: measured live, or the book's recorded run",
                          description=LADDER_HELP, formatter_class=raw)
     lad.add_argument("--n", type=_size, nargs="+", help="square sizes N (default 4096, unless --shape is given)")
     lad.add_argument("--shape", type=_size, nargs=3, action="append", metavar=("M", "N", "K"), default=[],
@@ -194,7 +194,7 @@ def _ladder(args, chosen) -> int:
 PROFILE_HELP = """\
 One Nsight Compute profile per rung and size: what the rung's time goes to.
 
-Live (an H100 with ncu on PATH): each rung is launched under ncu at the card's own clocks, without ncu's cache
+Live (a Hopper GPU with ncu on PATH): each rung is launched under ncu at the card's own clocks, without ncu's cache
 flush, and the result is recorded in results/<gpu>/run.json (section "profiles", key "<rung>@<N>") with this run's id;
 a profile this run already took is reused. Anywhere else, or with --replay (or GEMM_LADDER_REPLAY=1), the recorded
 profile is shown; a rung and size never recorded is one line on stderr, and the exit code is 1.

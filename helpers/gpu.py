@@ -1,4 +1,4 @@
-"""Which mode are we in? Live (a CUDA GPU that can run the rung) or replay (recorded H100 results)."""
+"""Which mode are we in? Live (a CUDA GPU that can run the rung) or replay (the book's recorded run)."""
 from __future__ import annotations
 
 import datetime as _dt

@@ -1,8 +1,10 @@
-"""The H100 SXM5 facts the napkins, figures, explorers and exercises use, each defined here once with its source:
-the datasheet and the Hopper whitepaper, the CUDA C++ Programming Guide and the PTX ISA. Constants only: it reads
-no file and imports nothing from helpers, so any module can import it. tests/test_hardware.py checks that no other
-module types these facts, that they agree with each other, and that they are what the recorded H100 said about
-itself (helpers.results.environments of the book's run: SMs, L2, shared memory, highest SM clock)."""
+"""The Hopper (GH100, H100 SXM5) facts the napkins, figures, explorers and exercises use, each defined here once with
+its source: the datasheet and the Hopper whitepaper, the CUDA C++ Programming Guide and the PTX ISA. The H200 is the
+same chip with other memory: the facts that differ between the two boards are in MEMORY, by the name the driver
+reports. Constants only: it reads no file and imports nothing from helpers, so any module can import it.
+tests/test_hardware.py checks that no other module types these facts, that they agree with each other, and that they
+are what every recorded GPU said about itself (helpers.results.environments: SMs, L2, shared memory, highest SM
+clock)."""
 from __future__ import annotations
 
 KIB = 1024                     # bytes; what the CUDA documentation's "KB" of shared memory means
@@ -14,8 +16,7 @@ KIB = 1024                     # bytes; what the CUDA documentation's "KB" of sh
 # 04 convert cycles and issue rates with; the tensor-core peak is quoted at TENSOR_BOOST_HZ instead.
 MAX_SM_CLOCK_HZ = 1980 * 1e6
 
-SMS = 132                      # datasheet, H100 SXM5; equal to the recorded env's "sms"
-L2_BYTES = 50 * KIB * KIB      # datasheet, H100 SXM5: 50 MB of L2 (MiB: the recorded env's "l2_bytes" is 52,428,800)
+SMS = 132                      # datasheet, H100 SXM5 and H200 SXM; equal to the recorded envs' "sms"
 TENSOR_FLOP_PER_CLK = 4096     # Hopper whitepaper: dense BF16 (and FP16) FLOP per SM per clock, twice the A100 SM's
 TENSOR_BOOST_HZ = 1.83e9       # Hopper whitepaper, table 3: the boost clock H100 SXM5's tensor-core peaks are quoted
                                # at: 132 SMs x 4,096 FLOP x 1.83 GHz = the datasheet's dense BF16 989.4 TFLOP/s
@@ -25,6 +26,17 @@ FP32_LANES = 128               # Hopper whitepaper: FP32 cores per SM, 32 in eac
 FLOP_PER_FMA = 2               # a fused multiply-add counts as a multiply and an add
 FFMA_FLOP_PER_CLK = FP32_LANES * FLOP_PER_FMA   # 256 FP32 FLOP per SM per clock
 SCHEDULERS = 4                 # Hopper whitepaper: 4 SM sub-partitions, each with its own warp scheduler
+
+
+
+# What one Hopper board adds to the chip, by the name the driver reports: its L2 (bytes, as the driver reports it) and
+# its HBM (bytes, and the datasheet's bandwidth in bytes per second).
+MEMORY = {
+    # datasheet, H100 SXM5: 80 GB of HBM3 at 3.35 TB/s; 50 MB of L2 (the recorded env's "l2_bytes": 52,428,800)
+    "NVIDIA H100 80GB HBM3": {"l2_bytes": 50 * KIB * KIB, "hbm_bytes": 80 * 10**9, "hbm_bytes_per_s": 3.35e12},
+    # datasheet, H200 SXM: 141 GB of HBM3e at 4.8 TB/s; the driver reports 60 MiB of L2 (62,914,560)
+    "NVIDIA H200": {"l2_bytes": 60 * KIB * KIB, "hbm_bytes": 141 * 10**9, "hbm_bytes_per_s": 4.8e12},
+}
 
 # ---- threads and registers (CUDA C++ Programming Guide, compute capability 9.0; PTX ISA) ---------------------------
 

@@ -48,7 +48,7 @@ SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "WarpStateStats", "Occupan
             "ComputeWorkloadAnalysis")
 
 # Explicit metrics, in three tiers of confidence that the installed ncu knows the name on sm_90.
-# Recorded on this H100 already (tools.bank_conflicts, tools.l2_schedule, tools.crosscheck put them in results/):
+# Recorded in the book's run already (tools.bank_conflicts, tools.l2_schedule, tools.crosscheck put them in results/):
 RECORDED_HERE = (
     "gpu__time_duration.sum",
     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",

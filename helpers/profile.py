@@ -1,6 +1,6 @@
 """Nsight Compute profiles: why each rung runs at the speed it does, measured (issue "evidence", item 2).
 
-    p = profile("10_beyond_cublas", 4096)   # live (an H100 with ncu): profiled once per run and recorded
+    p = profile("10_beyond_cublas", 4096)   # live (a Hopper GPU with ncu): profiled once per run and recorded
                                             # elsewhere: the recorded entry, or NotRecorded in one sentence
     python -m helpers profile [--replay] [--json] [--rungs ID ...] [--n N ...]
 
@@ -269,7 +269,7 @@ def key(rung_id: str, n: int) -> str:
 
 def profile(r: Rung | str, n: int, save: bool = True) -> dict:
     """The Nsight Compute profile of rung r at N x N x N (KEYS), labelled with its source: taken now and recorded
-    (live: an H100 with ncu), reused (this run already took it), or recorded (replay; never recorded: NotRecorded,
+    (live: a Hopper GPU with ncu), reused (this run already took it), or recorded (replay; never recorded: NotRecorded,
     in one sentence). A recorded entry comes back whole: its raw metrics are read from their own file."""
     r = _rung(r) if isinstance(r, str) else r
 
@@ -282,7 +282,7 @@ def profile(r: Rung | str, n: int, save: bool = True) -> dict:
         entry, source = obtain(SECTION, key(r.id, n), how, r.needs_cc, r.arch, save, blocked)
     except NotRecorded:
         raise NotRecorded(f"The profile of {r.id} at N={n} was never recorded in {results.path_for()}; take it on "
-                          f"an H100 with Nsight Compute (python -m helpers profile --rungs {r.id} --n {n}).") from None
+                          f"a Hopper GPU with Nsight Compute (python -m helpers profile --rungs {r.id} --n {n}).") from None
     if "raw" not in entry:  # read from a run file, which keeps the raw metrics apart; its keys are sorted
         path = results.path_for() if source == "recorded" else results.path_for(device().slug)
         entry = dict(sorted({**entry, **results.metrics(SECTION, key(r.id, n), path)}.items()))

@@ -1,5 +1,6 @@
-"""The banner at the top of every chapter (MEASURED, REPLAY or PLAYGROUND, and which kernels need an H100), where
-each chapter runs live, and the status page: what the book's numbers were recorded on, and each chapter's time."""
+"""The banner at the top of every chapter (MEASURED, REPLAY or PLAYGROUND, and which kernels need a Hopper GPU), where
+each chapter runs live, and the status page: what the book's numbers were recorded on, and each chapter's time. The
+device is always read from the data (the GPU here, or the recorded run's environment), never typed."""
 from __future__ import annotations
 
 from . import results, store
@@ -22,7 +23,7 @@ def _items(chapter: str | None):
 
 
 def _split(items) -> tuple[list[str], list[str]]:
-    """Ids of the kernels that need an H100 (sm_90a), and of those that run from sm_80 on."""
+    """Ids of the kernels that need a Hopper GPU (sm_90a), and of those that run from sm_80 on."""
     return ([i.id for i in items if tuple(i.needs_cc) >= (9, 0)], [i.id for i in items if tuple(i.needs_cc) < (9, 0)])
 
 
@@ -35,34 +36,44 @@ def _names(ids: list[str]) -> str:
     return f"all {len(ids)} of its rungs" if first == last else f"the rungs of chapters {first}-{last}"
 
 
+def _recorded_on() -> str:
+    """The GPU the book's run was recorded on, for a sentence ("the recorded numbers (NVIDIA H100 80GB HBM3)")."""
+    try:
+        env = recorded_env()
+    except results.ResultsError:
+        env = None
+    return f"the recorded numbers ({env['name']})" if env else "the recorded numbers"
+
+
 def needs_text(chapter: str) -> str:
-    """Which of a chapter's kernels need an H100, in one plain sentence. It is the same in every mode, so the
+    """Which of a chapter's kernels need a Hopper GPU, in one plain sentence. It is the same in every mode, so the
     static book, a laptop and a Colab runtime (a T4, L4 or A100) all say it."""
     hopper, older = _split(_items(chapter))
     parts = []
     if hopper:
-        parts.append(f"{_names(hopper)} need{'s' if len(hopper) == 1 else ''} an H100 (sm_90a) to run live")
+        parts.append(f"{_names(hopper)} need{'s' if len(hopper) == 1 else ''} a Hopper GPU (sm_90a: H100, H200) to "
+                     f"run live")
     if older:
         parts.append(f"{_names(older)} run{'s' if len(older) == 1 else ''} live on any GPU from sm_80 on "
-                     f"(A100, L4, H100)")
+                     f"(A100, L4, H100, H200)")
     if hopper and older:
-        return (f"Needs: {'; '.join(parts)}. Where one cannot run (no GPU, a Colab T4, or an A100 or L4 for the H100 "
-                f"ones), its recorded H100 numbers are shown instead.")
+        return (f"Needs: {'; '.join(parts)}. Where one cannot run (no GPU, a Colab T4, or an A100 or L4 for the "
+                f"Hopper ones), {_recorded_on()} are shown instead.")
     where = "a Colab T4, L4 or A100" if hopper else "a Colab T4"
-    return f"Needs: {parts[0]}. Elsewhere (no GPU, or {where}) the recorded H100 numbers are shown instead."
+    return f"Needs: {parts[0]}. Elsewhere (no GPU, or {where}) {_recorded_on()} are shown instead."
 
 
 def where_it_runs() -> str:
     """Per chapter (00's probes, each rung chapter, 11 running them all), the GPUs its kernels run live on;
-    everywhere else it replays the recorded H100 numbers."""
+    everywhere else it replays the book's recorded run."""
     from .registry import RUNGS
     lines = [f"{'chapter':<8} {'kernels':>7}   runs live on"]
     for ch in sorted({"00", "11", *(r.chapter for r in RUNGS)}):
         hopper, older = _split(_items(ch))
         if hopper and older:
-            where = f"H100 for {len(hopper)}; A100, L4 or H100 for the other {len(older)}"
+            where = f"H100 or H200 for {len(hopper)}; A100, L4, H100 or H200 for the other {len(older)}"
         else:
-            where = "H100 or H200 only (sm_90a)" if hopper else "A100, L4 or H100 (sm_80 and newer)"
+            where = "H100 or H200 only (sm_90a)" if hopper else "A100, L4, H100 or H200 (sm_80 and newer)"
         lines.append(f"{ch:<8} {len(hopper) + len(older):>7}   {where}")
     return "\n".join(lines)
 
@@ -80,14 +91,14 @@ def banner_text(chapter: str | None = None) -> str:
         d = device()
         # Written for two readers: the one running the cells now, and the one who opens the saved notebook or the
         # static book later, on any machine, before running anything (for whom "live" would be false).
-        text = (f"MEASURED: saved from an H100 run on {d.env()['date']}: these outputs were measured on {d.name} "
-                f"when the cells ran (run {store.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy "
-                f"{d.cupy}). Running the cells here will replay these recorded numbers, or measure anew on an H100, "
-                f"and this box will then say which. A number this run had already measured, in another chapter or by "
+        text = (f"MEASURED: these outputs were measured on {d.name} on {d.env()['date']}, when the cells ran (run "
+                f"{store.run_id()}; driver {d.driver}, CUDA {d.cuda_driver_api}, CuPy {d.cupy}). Running the cells "
+                f"again replays the recorded numbers, or measures anew on a GPU that can run them, and this box will "
+                f"then say which. A number this run had already measured, in another chapter or by "
                 f"the ladder, is reused, and each table row shows when it was measured. GPU time only, against the "
                 f"strongest cuBLAS in the same rounds.")
         hopper, older = _split([i for i in _items(chapter) if not can_run(d, i.needs_cc, i.arch)])
-        why = "; ".join(p for p in (hopper and f"{_names(hopper)} need an H100 (sm_90a)",
+        why = "; ".join(p for p in (hopper and f"{_names(hopper)} need a Hopper GPU (sm_90a)",
                                     older and f"{_names(older)} need sm_80 or newer") if p)
         if why:  # e.g. a Colab T4, L4 or A100
             text += f" This GPU cannot run everything here ({why}); those numbers are the recorded ones."
@@ -103,7 +114,7 @@ def banner_text(chapter: str | None = None) -> str:
 
 def banner(chapter: str | None = None) -> None:
     """Show the mode at the top of a chapter (a coloured box in Jupyter, plain lines elsewhere) and, given the
-    chapter, which of its kernels need an H100."""
+    chapter, which of its kernels need a Hopper GPU."""
     text = banner_text(chapter)
     needs = needs_text(chapter) if chapter and chapter[:2].isdigit() else ""
     try:

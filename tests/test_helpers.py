@@ -258,9 +258,9 @@ def test_banner_on_an_older_gpu_names_the_kernels_it_replays_and_why(monkeypatch
     monkeypatch.setattr(status, "device", lambda: a100)
     assert "cannot run" not in status.banner_text("05")  # an A100 runs the sm_80 rungs live
     text = status.banner_text("06")
-    assert "This GPU cannot run everything here (06_wgmma_m64n64, 06_wgmma_wide need an H100 (sm_90a))" in text
+    assert "This GPU cannot run everything here (06_wgmma_m64n64, 06_wgmma_wide need a Hopper GPU (sm_90a))" in text
     ladder = status.banner_text()
-    assert "the rungs of chapters 06-12 need an H100" in ladder and "01-05" not in ladder
+    assert "the rungs of chapters 06-12 need a Hopper GPU" in ladder and "01-05" not in ladder
     t4 = gpu.Device("Tesla T4", (7, 5), 40, 4 << 20, 64 << 10, 1590, 5001, "535", "12.2", "12.2", "14.2.0", "12.2")
     monkeypatch.setattr(status, "device", lambda: t4)
     assert "(02_wmma_naive, 02_wmma_smem need sm_80 or newer)" in status.banner_text("02")
@@ -275,9 +275,10 @@ def test_a_saved_measured_banner_tells_a_later_reader_what_running_will_do(monke
     monkeypatch.setattr(status, "live", lambda: True)
     monkeypatch.setattr(status, "device", lambda: h100)
     text = status.banner_text("07")
-    assert text.startswith("MEASURED: saved from an H100 run on ")
-    assert "these outputs were measured on NVIDIA H100 80GB HBM3 when the cells ran" in text
-    assert "Running the cells here will replay these recorded numbers, or measure anew on an H100" in text
+    assert text.startswith("MEASURED: these outputs were measured on NVIDIA H100 80GB HBM3 on ")
+    assert ", when the cells ran (run " in text
+    assert "Running the cells again replays the recorded numbers, or measures anew on a GPU that can run them" in text
+    assert "saved from an H100" not in text  # the device is the one that ran, never typed
     assert "LIVE" not in text and "cannot run" not in text
 
 
@@ -313,7 +314,7 @@ def test_sm90a_rungs_do_not_claim_to_run_on_a_later_gpu(monkeypatch):
     assert gpu.why_not_live((9, 0), "sm_90a").startswith("It needs sm_90a, which the NVIDIA B200")
     monkeypatch.setattr(status, "live", lambda: True)
     monkeypatch.setattr(status, "device", lambda: b200)
-    assert "(07_tma, 07_four_stages need an H100 (sm_90a))" in status.banner_text("07")
+    assert "(07_tma, 07_four_stages need a Hopper GPU (sm_90a))" in status.banner_text("07")
 
 
 def test_each_chapter_says_which_of_its_kernels_need_an_h100():
@@ -322,11 +323,11 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
     for r in RUNGS:
         text = status.needs_text(r.chapter)
         assert r.id in text or f"all {len(chapter_rungs(r.chapter))} of its rungs" in text, (r.id, text)
-        assert ("need an H100" in text or "needs an H100" in text) == (tuple(r.needs_cc) >= (9, 0)), text
-    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read, tma_multicast need an H100" in \
+        assert ("need a Hopper GPU" in text or "needs a Hopper GPU" in text) == (tuple(r.needs_cc) >= (9, 0)), text
+    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read, tma_multicast need a Hopper GPU" in \
         status.needs_text("00")
     mixed = status.needs_text("11")
-    assert "chapters 06-12 need an H100" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
+    assert "chapters 06-12 need a Hopper GPU" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
 
 
 # ---- chapter 01 figures: the models they draw are the kernels' own index arithmetic ----------------------------
