@@ -1,4 +1,4 @@
-"""The landing page's climb chart (images/climb.png), drawn from the recorded H100 results whenever the book is
+"""The landing page's climb chart (images/climb.png), drawn from the book's recorded run whenever the book is
 built: the image is never committed, so a plain `jupyter-book build .` draws it, and it can never be older than the
 results file. It is what `python -m helpers ladder --replay --n 4096 8192 --plot images/climb.png` draws."""
 import sys

@@ -146,3 +146,31 @@ def status_text() -> str:
         for name, t in sorted(json.loads(timings.read_text()).items()):
             lines.append(f"{name:<30} {t['seconds']:>8.1f} s        {t['date']}")
     return "\n".join(lines)
+
+
+def runs_side_by_side(sizes=(4096, 8192)) -> str:
+    """Every GPU's run file in results/ side by side, the book's first: for each main-path rung that all of them
+    measured by GPU time at a square size, its TFLOP/s and its ratio to that run's strongest cuBLAS. The H200 is the
+    H100's chip with more HBM bandwidth and L2, so a rung moves where it leans on memory; the ratios say how."""
+    from .registry import MAIN
+    runs = []
+    for path in sorted(results.RESULTS.glob(f"*/{results.RUN_FILE}"), key=lambda p: p.parent.name != results.REFERENCE):
+        data = results.load(path)
+        rows = {k: e for k, e in data.get("gemm", {}).items() if e.get("method") == "gpu-time"}
+        envs = [e["env"] for e in data.get("gemm", {}).values() if "env" in e]
+        name = max(envs, key=lambda e: e["date"])["name"] if envs else path.parent.name
+        runs.append((name, path.parent.name, rows))
+    lines = [f"{name}: no rows measured by GPU time in results/{slug}/ yet; a run there (bash ci/gpu.sh) fills them"
+             for name, slug, rows in runs if not rows]
+    runs = [run for run in runs if run[2]]
+    if len(runs) < 2:
+        return "\n".join(lines + ["Fewer than two GPUs have rows measured by GPU time: nothing to compare yet."])
+    head = f"{'rung':<20} {'N':>5} " + " ".join(f"{name[:24]:>24}" for name, _, _ in runs)
+    lines = [head, f"{'':<20} {'':>5} " + " ".join(f"{'TFLOP/s  of cuBLAS':>24}" for _ in runs)] + lines
+    for r in MAIN:
+        for n in sizes:
+            key = results.gemm_key(r, n, n, n)
+            if all(key in rows for _, _, rows in runs):
+                cells = " ".join(f"{rows[key]['tflops']:>14.1f} {rows[key]['ratio']:>8.1%}" for _, _, rows in runs)
+                lines.append(f"{r:<20} {n:>5} {cells}")
+    return "\n".join(lines)

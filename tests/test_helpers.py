@@ -534,3 +534,27 @@ def test_record_part_keeps_other_parts_and_says_where_each_ran(tmp_path, monkeyp
     data = json.loads(path.read_text())
     assert data["time"] == [1, 2] and data["profile"] == {"x": 3}
     assert data["env"] == {"time": {"name": "a card", "date": "first"}, "profile": {"name": "a card", "date": "second"}}
+
+
+def test_the_status_page_sets_the_recorded_gpus_side_by_side(tmp_path, monkeypatch):
+    """Two GPUs' run files: each main-path rung both measured by GPU time, with its TFLOP/s and ratio on each, the
+    book's run first; a GPU without such rows is named, not compared."""
+    from helpers import results, status
+    from helpers.registry import MAIN
+
+    def run(slug, name, tflops, method="gpu-time"):
+        rows = {results.gemm_key(r, 4096, 4096, 4096): {"rung": r, "tflops": tflops, "ratio": tflops / 800,
+                                                         "method": method, "env": {"name": name, "date": "2026-11-29"}}
+                for r in MAIN[-2:]}
+        (tmp_path / slug).mkdir()
+        (tmp_path / slug / results.RUN_FILE).write_text(json.dumps({"gemm": rows}))
+
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    run(results.REFERENCE, "NVIDIA H100 80GB HBM3", 780.0)
+    run("nvidia-h200", "NVIDIA H200", 800.0)
+    text = status.runs_side_by_side(sizes=(4096,))
+    head, _, *rows = text.splitlines()
+    assert head.index("NVIDIA H100") < head.index("NVIDIA H200"), head
+    assert len(rows) == 2 and all("780.0" in r and "97.5%" in r and "800.0" in r and "100.0%" in r for r in rows), rows
+    run("nvidia-b200", "NVIDIA B200", 900.0, method="events")  # no GPU-time rows: named, left out of the table
+    assert "NVIDIA B200: no rows measured by GPU time" in status.runs_side_by_side(sizes=(4096,))
