@@ -351,7 +351,7 @@ def test_accuracy_demo_orders_the_formats_and_matches_the_quantization_model():
     from helpers.fp8 import accuracy_demo, quantization_error
     # M = N = 64 instead of the chapter's 256 (a fifth of the time): 4,096 outputs still pin each relative Frobenius
     # error to about a percent, and K, the size the quantization model depends on, stays the chapter's 4096. The
-    # chapter's own numbers, at its sizes, are held by tests/test_claims_fp8.py.
+    # chapter's own numbers, at its sizes, are held by tests/test_conclusions_12.py.
     d = accuracy_demo(np.random.default_rng(0), m=64, n=64)
     e = d.errors
     bf16, scaled, narrow, raw = (e["bf16 inputs"], e["e4m3, per-tensor scales"],

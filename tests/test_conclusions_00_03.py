@@ -1,0 +1,147 @@
+"""What chapters 00 to 03 teach from their measurements, as predicates over the book's recorded run. The chapters
+render every measured number and every conclusion drawn from one (helpers.prose, in hidden-input cells that nbval
+holds to the replayed run); these tests hold the conclusions themselves, so a re-recorded run needs no edit here
+unless a conclusion a chapter teaches stops being true, and then the assertion says which. Runs without a GPU."""
+import json
+import math
+
+import pytest
+
+from helpers import results
+from helpers.hardware import DENSE_BF16_FLOPS, FP32_FLOPS, SMS
+from helpers.registry import ROOT
+
+from conftest import prose, says
+
+SIZES = (4096, 8192)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return results.load(results.path_for())
+
+
+def _row(data, rung_id: str, n: int):
+    from helpers.ladder import Row
+    return Row.from_entry(data["gemm"][results.gemm_key(rung_id, n, n, n)], "recorded")
+
+
+def _markdown(name: str) -> str:
+    nb = json.loads((ROOT / "chapters" / name).read_text())
+    return prose("\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"))
+
+
+def test_chapter_00_explains_its_gaps_with_what_it_recorded(data):
+    """The datasheet is never met: random operands draw more power and run at a lower clock than zeros; short bursts
+    run faster than the same GEMM back to back; every compute ceiling sits below its datasheet peak, and the clock
+    under BF16 load explains most of the tensor cores' gap; the FP32 pipe is more than ten times slower than mma.sync."""
+    c = data["ceilings"]
+    zero, real = c["hgmma_peak"], c["hgmma_peak_random"]
+    assert real["value"] < zero["value"] and real["sm_clock_mhz"] < zero["sm_clock_mhz"], \
+        "random operands no longer run at a lower clock than zero operands (chapter 00's wgmma probes)"
+    assert real["power_w"] > zero["power_w"], "random operands no longer draw more power than zeros"
+    burst, steady = c["cublas_bf16_8192"]["value"], c["cublas_bf16_8192_back_to_back"]["value"]
+    assert steady < burst, f"short bursts no longer run faster than the same GEMM back to back: {steady} vs {burst}"
+    paper = {"ffma_peak": FP32_FLOPS, "hmma_peak": DENSE_BF16_FLOPS, "hgmma_peak": DENSE_BF16_FLOPS,
+             "hgmma_peak_random": DENSE_BF16_FLOPS}
+    over = [k for k, p in paper.items() if c[k]["value"] * 1e12 > p]
+    assert not over, f"measured ceilings above the datasheet, against chapter 00's summary: {over}"
+    at_clock = SMS * 4096 * c["sm_clock_bf16_load"]["value"] * 1e6
+    assert DENSE_BF16_FLOPS - at_clock > (DENSE_BF16_FLOPS - steady * 1e12) / 2, \
+        "the SM clock under BF16 load no longer explains most of the gap to the datasheet"
+    assert c["hmma_peak"]["value"] > 10 * c["ffma_peak"]["value"], "the FP32 pipe is no longer ten times slower"
+
+
+def test_chapter_01_rung_5_credits_what_the_sass_and_registers_show(data):
+    from helpers import build, rung
+    from helpers.models import blocks_per_sm
+    text = _markdown("01_fp32_simt.ipynb")
+    b4, b5 = (build(rung(r)) for r in ("01_blocktile_2d", "01_vectorized"))
+    for b, r in ((b4, "01_blocktile_2d"), (b5, "01_vectorized")):
+        inv = b.inventory(rung(r).entry)
+        assert inv.get("LDS.128") == 32 and not any(op == "LDS" or op.startswith("LDS.32") for op in inv), inv
+    regs = [b.resources[rung(r).entry].registers for b, r in ((b4, "01_blocktile_2d"), (b5, "01_vectorized"))]
+    assert says(text, f"the register count: {regs[1]} instead of {regs[0]}")
+    fits = [blocks_per_sm(x, 256, 8192 + 1024)["blocks"] for x in regs]
+    assert fits == [1, 2] and says(text, "one block per SM") and says(text, "two blocks fit")
+    for n in SIZES:
+        gain = _row(data, "01_vectorized", n).tflops / _row(data, "01_blocktile_2d", n).tflops
+        assert gain > 2, f"rung 5 no longer more than doubles rung 4's rate at N={n}: x{gain:.2f}"
+
+
+def test_chapter_01_measures_what_the_second_block_buys(data):
+    """Rung 4 held to 128 registers (MIN_BLOCKS = 2, tools/tune.py's variant) against rung 4 and rung 5: occupancy
+    and the wider loads share the step about equally."""
+    v = data["variants"]['01_blocktile_2d:{"MIN_BLOCKS": 2}@4096']
+    assert v["registers"] <= 128 and v["correct"]
+    four, five = (_row(data, r, 4096).tflops for r in ("01_blocktile_2d", "01_vectorized"))
+    share = math.log(v["tflops"] / four) / math.log(five / four)
+    assert abs(share - 0.5) < 0.1, f"the second block no longer buys about half of rung 5's step: {share:.0%}"
+
+
+def test_chapter_01_ends_issue_bound_below_cublas_and_the_probe(data):
+    """The coalesced rung sits above the L2 roof at its tiling's intensity (L1 serves the repeats); the last rung's
+    profile is issue-bound with L2 far from its roof; cuBLAS FP32 stops below the FFMA probe."""
+    from helpers import intensity, rung
+    from helpers.figures import limit_of
+    c = data["ceilings"]
+    co = _row(data, "01_coalesced", 4096).tflops
+    assert co > c["l2_read"]["value"] * intensity(rung("01_coalesced")), "the coalesced rung no longer sits above L2"
+    lim = limit_of("01_warptiled", 4096)
+    assert lim["top_stall"] == "not_selected", f"rung 6 is no longer issue-bound: top stall {lim['top_stall']}"
+    assert lim["l2_fraction_of_roof"] < 0.5, f"rung 6's L2 is near its roof: {lim['l2_fraction_of_roof']:.0%}"
+    assert all(_row(data, "01_warptiled", n).cublas_tflops < c["ffma_peak"]["value"] for n in SIZES), \
+        "cuBLAS FP32 no longer stops below the FFMA probe"
+
+
+def test_chapter_02_prediction_and_measurement(data):
+    """The napkin: the naive rung's L2 cap is close to the FFMA probe, the smem rung's comfortably above it and far
+    below mma.sync, and the tensor cores would need more than ten times the L2 bandwidth. The measurement: the
+    naive rung loses to the warptiled FP32 kernel at both sizes; the smem rung is more than 4x the naive one, about
+    3x the warptiled one, more than twice the FFMA probe, about a fifth of the mma.sync probe; both rungs beat their
+    HBM caps and reach about half of their L2 caps; its profile is mio_throttle and long_scoreboard, with neither
+    the tensor pipe nor L2 binding; chapter 03's first kernel is slower than the padded rung."""
+    from helpers import intensity, rung
+    from helpers.figures import limit_of, recorded_profile
+    from helpers.hardware import TENSOR_BOOST_HZ
+    c = data["ceilings"]
+    l2, hbm, ffma, hmma = (c[k]["value"] for k in ("l2_read", "hbm_copy", "ffma_peak", "hmma_peak"))
+    naive_ai, smem_ai = intensity(rung("02_wmma_naive")), intensity(rung("02_wmma_smem"))
+    assert 0.8 <= l2 * naive_ai / ffma <= 1.25, "the naive rung's L2 cap no longer lands close to the FFMA probe"
+    assert l2 * smem_ai > 2 * ffma and l2 * smem_ai < 0.5 * hmma, "the smem rung's cap moved against the prediction"
+    assert SMS * 512 * TENSOR_BOOST_HZ / 1e12 > 10 * l2, "the tensor cores' need is no longer ten times L2"
+    t = {(r, n): _row(data, r, n).tflops for r in ("01_warptiled", "02_wmma_naive", "02_wmma_smem") for n in SIZES}
+    for n in SIZES:
+        assert t["02_wmma_naive", n] < t["01_warptiled", n], f"the naive WMMA rung no longer loses at N={n}"
+        assert t["02_wmma_smem", n] / t["02_wmma_naive", n] > 4, f"the smem rung is not 4x the naive one at N={n}"
+        assert 2.8 <= t["02_wmma_smem", n] / t["01_warptiled", n] <= 3.2, f"the smem rung is not ~3x SIMT at N={n}"
+        assert t["02_wmma_smem", n] > 2 * ffma, f"the smem rung is not twice the FFMA probe at N={n}"
+        assert 0.17 <= t["02_wmma_smem", n] / hmma <= 0.23, f"the smem rung is not a fifth of mma.sync at N={n}"
+    for r, ai in (("02_wmma_naive", naive_ai), ("02_wmma_smem", smem_ai)):
+        assert t[r, 4096] > hbm * ai, f"{r} no longer runs faster than its HBM cap"
+        assert 0.4 <= t[r, 4096] / (l2 * ai) <= 0.6, f"{r} no longer reaches about half of its L2 cap"
+    lead = sorted(recorded_profile("02_wmma_smem", 4096)["stall_reasons"].items(), key=lambda kv: -kv[1])[:2]
+    assert {s for s, _ in lead} == {"mio_throttle", "long_scoreboard"}, f"02_wmma_smem's stalls changed: {lead}"
+    lim = limit_of("02_wmma_smem", 4096)
+    assert lim["pipe_pct"] < 50 and lim["l2_fraction_of_roof"] < 0.8, "the tensor pipe or L2 now binds 02_wmma_smem"
+    assert _row(data, "03_mma_sync", 4096).tflops < t["02_wmma_smem", 4096], "rung 03 is no longer slower than 02"
+
+
+def test_chapter_03_napkin_and_measurement(data):
+    """Padded WMMA already runs at about the unswizzled shared-memory ceiling, so rung 03 is slower than it, below
+    the ceiling and well under it, at practically the same rate at both sizes; Nsight Compute counts the conflict
+    degree the model computes; the shared-memory pipe is busier than padded WMMA's; the top stall is
+    short_scoreboard."""
+    from helpers.exercises import PREDICTIONS
+    from helpers.figures import limit_of, recorded_profile
+    ceiling = PREDICTIONS["03", 3].model({})
+    padded = _row(data, "02_wmma_smem", 4096).tflops
+    assert padded >= 0.9 * ceiling, f"padded WMMA no longer runs at about the {ceiling:.0f} TFLOP/s ceiling"
+    rate = {n: _row(data, "03_mma_sync", n).tflops for n in SIZES}
+    assert rate[4096] < padded, "rung 03 is no longer slower than padded WMMA at N = 4096"
+    assert all(r < 0.8 * ceiling for r in rate.values()), "rung 03 no longer stays well under its ceiling"
+    assert abs(rate[8192] / rate[4096] - 1) < 0.02, "rung 03's rate now changes with N"
+    bc = data["bank_conflicts"]["03_mma_sync"]
+    assert abs(bc["measured_degree"] - bc["computed_degree"]) < 0.01, "the counted conflict degree left the model"
+    assert recorded_profile("03_mma_sync", 4096)["smem_pipe_pct"] > recorded_profile("02_wmma_smem", 4096)["smem_pipe_pct"]
+    assert limit_of("03_mma_sync", 4096)["top_stall"] == "short_scoreboard"

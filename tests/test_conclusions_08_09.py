@@ -1,0 +1,181 @@
+"""What chapters 08 and 09 teach, held to the book's run. Their measured numbers are rendered from the run
+(helpers.prose; nbval holds the rendered text to the replayed run), so these tests hold conclusions, not sentences:
+each assertion says which taught conclusion the run no longer supports. Runs without a GPU (it reads results/)."""
+import json
+import math
+
+import pytest
+
+from helpers import results
+from helpers.figures import limit_of, recorded_profile
+from helpers.ladder import Row
+from helpers.prose import step
+from helpers.registry import ROOT
+
+from conftest import prose, says
+
+SIZES = (4096, 8192)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return results.load(results.path_for())
+
+
+def _row(data, rung: str, n: int) -> Row:
+    return Row.from_entry(data["gemm"][results.gemm_key(rung, n, n, n)], "recorded")
+
+
+def _text(name: str) -> str:
+    """A chapter's markdown cells and the paragraphs its rendered-prose cells show (their saved Markdown output)."""
+    cells = json.loads((ROOT / "chapters" / name).read_text())["cells"]
+    shown = ["".join(c["source"]) if c["cell_type"] == "markdown" else
+             "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in c.get("outputs", []))
+             for c in cells if c["cell_type"] == "markdown" or "remove-input" in c["metadata"].get("tags", [])]
+    return prose("\n".join(shown))
+
+
+def _per_byte(rung_id: str) -> float:
+    """FLOP per byte a k tile loads, BM x BN / (BM + BN), from the rung's own constants."""
+    from helpers import build, rung
+    k = build(rung(rung_id)).consts
+    return k["BM"] * k["BN"] / (k["BM"] + k["BN"])
+
+
+def _wait_share(data, rung_id: str) -> float:
+    """Consumer 0's median wait for data as a share of its median tile, in the recorded timeline at 4096."""
+    from helpers.timeline import summary
+    s = summary(data["timeline"][f"{rung_id}@4096"])
+    return s["wait_for_data_cycles"][0] / s["cycles_per_tile"][0]
+
+
+def test_chapter_08_rung_is_a_step_down_from_rung_07(data):
+    """'Slower than rung 07, and why': slower at both sizes beyond the rounds' spread, much slower at 8192; at 4096
+    the ratio sits between the napkin's two models (bytes bind: 64 / 85.3; latency binds: above 1)."""
+    assert says(_text("08_warp_specialization.ipynb"), "## Slower than rung 07, and why")
+    down = {n: step(_row(data, "07_tma", n), _row(data, "08_warp_specialized", n)) for n in SIZES}
+    assert all(d.falls for d in down.values()), f"rung 08 is no longer slower than rung 07 at both sizes: {down}"
+    assert down[8192].factor < 0.8, f"rung 08 is no longer much slower than rung 07 at 8192: {down[8192]}"
+    bytes_model = _per_byte("08_warp_specialized") / _per_byte("07_tma")
+    assert bytes_model < down[4096].factor < 1, \
+        f"at 4096 rung 08 against rung 07 is no longer between the napkin's two models: {down[4096].factor:.2f}"
+
+
+def test_chapter_08_profile_says_the_ring_is_starved_of_bytes(data):
+    """At 8192 rung 08 reads several times rung 07's DRAM bytes (the grid's shape: half the reuse of each Bt panel),
+    and its top stall is the consumers' wait on a `full` barrier."""
+    w, t = recorded_profile("08_warp_specialized", 8192), recorded_profile("07_tma", 8192)
+    assert w["dram_bytes"] > 1.5 * t["dram_bytes"], \
+        f"rung 08 no longer reads much more from DRAM than rung 07 at 8192: {w['dram_bytes'] / t['dram_bytes']:.2f}"
+    assert limit_of("08_warp_specialized", 8192)["top_stall"] == "long_scoreboard", "rung 08's top stall moved"
+    assert not says(_text("08_warp_specialization.ipynb"), "This chapter does not measure it")
+
+
+def test_chapter_08_timeline_shows_the_copies_issued_early_and_the_consumers_waiting(data):
+    """The timeline: each copy issued long before a consumer needs it, yet consumer 0 waits for data more than a
+    fifth of each tile, and a tile takes well over the 512 clocks of math it holds at peak."""
+    from helpers.timeline import summary
+    s = summary(data["timeline"]["08_warp_specialized@4096"])
+    assert s["issue_to_ready_cycles"] > 2 * s["cycles_per_tile"][0], f"the copies are no longer issued long before: {s}"
+    assert _wait_share(data, "08_warp_specialized") > 0.2, f"rung 08's consumers no longer wait for bytes: {s}"
+    assert s["cycles_per_tile"][0] > 1.2 * 512, f"a tile of rung 08 no longer takes well over 512 clocks: {s}"
+
+
+def test_chapter_08_the_roles_alone_are_a_small_real_step(data):
+    """Rung 07's tile held fixed (08_same_tile): the roles alone rise beyond the rounds' spread at both sizes but by
+    under half the tenth the napkin priced; the smaller tile costs more at 8192 than at 4096; setmaxnreg alone (rung
+    09) runs ahead where the napkin predicted level. The profile: long_scoreboard on top, L2 nearer its roof than rung
+    07, the tensor pipe busier, the same DRAM traffic, and `barrier` out of the top three."""
+    roles = {n: step(_row(data, "07_tma", n), _row(data, "08_same_tile", n)) for n in SIZES}
+    assert all(r.rises and r.factor < 1.05 for r in roles.values()), \
+        f"the roles alone no longer rise by under half the napkin's tenth: {roles}"
+    shrink = {n: step(_row(data, "08_same_tile", n), _row(data, "08_warp_specialized", n)) for n in SIZES}
+    assert all(s.falls for s in shrink.values()) and shrink[8192].factor < shrink[4096].factor, \
+        f"the smaller tile no longer costs, and more at 8192: {shrink}"
+    alone = {n: step(_row(data, "08_same_tile", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
+    assert all(a.rises for a in alone.values()), f"rung 09 no longer runs ahead of 08_same_tile: {alone}"
+    held, before = limit_of("08_same_tile", 8192), limit_of("07_tma", 8192)
+    assert held["top_stall"] == "long_scoreboard", f"08_same_tile's top stall is now {held['top_stall']}"
+    assert held["l2_fraction_of_roof"] > before["l2_fraction_of_roof"], "08_same_tile no longer nearer the L2 roof"
+    p, p7 = recorded_profile("08_same_tile", 8192), recorded_profile("07_tma", 8192)
+    assert p["tensor_active_pct"] > p7["tensor_active_pct"], "08_same_tile's tensor pipe is no longer busier"
+    assert abs(p["dram_bytes"] / p7["dram_bytes"] - 1) < 0.05, "08_same_tile's DRAM traffic moved from rung 07's"
+    top3 = sorted(p["stall_reasons"], key=lambda k: -p["stall_reasons"][k])[:3]
+    assert "barrier" not in top3, f"`barrier` is back in 08_same_tile's top three stalls: {top3}"
+
+
+def test_chapter_09_compares_rungs_as_the_run_measured(data):
+    """Rung 09 against rung 08 (a little under the 85.3 / 64 the bytes allow at 4096, far more at 8192), against
+    rung 07 (ahead at both sizes, by under an eighth), and against 08_same_tile (setmaxnreg alone: the napkin's tie
+    missed, the rounds apart). The profile: against 08_same_tile the tensor pipe busier and L2 delivering more, with
+    the same DRAM traffic."""
+    up = {n: step(_row(data, "08_warp_specialized", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
+    allows = _per_byte("09_setmaxnreg") / _per_byte("08_warp_specialized")
+    assert all(u.rises for u in up.values()), f"rung 09 is no longer faster than rung 08 at both sizes: {up}"
+    assert allows - 0.2 <= up[4096].factor <= allows, f"at 4096 rung 09's gain over rung 08 left the napkin: {up}"
+    assert up[8192].factor > 1.2 * up[4096].factor, f"at 8192 the gain over rung 08 is no longer far larger: {up}"
+    on07 = {n: step(_row(data, "07_tma", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
+    assert all(o.rises and o.factor < 1.125 for o in on07.values()), \
+        f"rung 09 is no longer a little ahead of rung 07 at both sizes: {on07}"
+    alone = {n: step(_row(data, "08_same_tile", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
+    assert all(a.rises and a.factor < 1.1 for a in alone.values()), \
+        f"setmaxnreg alone is no longer small and real: {alone}"
+    p9, p8 = recorded_profile("09_setmaxnreg", 8192), recorded_profile("08_same_tile", 8192)
+    assert p9["tensor_active_pct"] > p8["tensor_active_pct"] and p9["l2_tbps"] > p8["l2_tbps"], \
+        "with setmaxnreg the tensor pipe is no longer busier and L2 no longer delivers more"
+    assert abs(p9["dram_bytes"] / p8["dram_bytes"] - 1) < 0.05, "setmaxnreg changed the DRAM traffic"
+    assert limit_of("09_setmaxnreg", 8192)["top_stall"] == "long_scoreboard", "rung 09's top stall moved"
+
+
+def test_chapter_09_timeline_is_close_to_the_floor_though_the_wait_looks_large(data):
+    """A consumer's median tile close to the 1,024 clocks of math it holds at peak; its wait for data larger than in
+    rung 08, and not idle tensor time."""
+    from helpers.timeline import summary
+    s09 = summary(data["timeline"]["09_setmaxnreg@4096"])
+    assert max(s09["cycles_per_tile"]) <= 1.15 * 1024, f"rung 09's tile is no longer close to the floor: {s09}"
+    assert _wait_share(data, "09_setmaxnreg") > _wait_share(data, "08_warp_specialized") > 0.2, \
+        "rung 09's consumers no longer wait a larger share of each tile than rung 08's"
+
+
+def test_chapter_09_wide_tile_spills_without_setmaxnreg_and_not_with_it(data):
+    """Chapter 09's last section: the 128 x 320 tile built from rung 08's file (no setmaxnreg) and from rung 09's. The
+    two builds differ by exactly rung 09's own diff; one spills and serializes its wgmmas, the other does neither. The
+    spill costs more than the napkin's (every local byte an L1 hit); the wide tile beats the 128 x 256 one at both
+    sizes within what the waves and the bytes allow; the spilled bytes go out to DRAM."""
+    import difflib
+    from helpers import build, rung
+    from helpers.csource import built_source
+    from helpers.hardware import SMEM_BYTES_PER_CLK, SMS, TENSOR_FLOP_PER_CLK
+
+    def changed(a, b):
+        x, y = built_source(rung(a))[1], built_source(rung(b))[1]
+        return [line for line in difflib.unified_diff(x.splitlines(), y.splitlines(), lineterm="", n=0)
+                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed("09_wide_spill", "09_wide") == changed("08_same_tile", "09_setmaxnreg")
+    spill, wide = build(rung("09_wide_spill")), build(rung("09_wide"))
+    s, w = spill.resources["gemm_warp_specialized"], wide.resources["gemm_setmaxnreg"]
+    assert s.spill_stores > 1000 and s.spill_loads > 1000 and "C7512" in spill.log
+    assert w.spill_stores == w.spill_loads == 0 and "C75" not in wide.log
+    # the napkin as the chapter computes it: the local bytes of one k tile at the banks' rate, against its tensor work
+    sass = spill.sass().splitlines()
+    mma = [i for i, line in enumerate(sass) if "HGMMA" in line]
+    moved = sum(8 if ".64" in line else 4 for line in sass[mma[0]:mma[-1] + 1] if "STL" in line or "LDL" in line)
+    k = spill.consts
+    napkin = moved * 256 / SMEM_BYTES_PER_CLK / (2 * k["BM"] * k["BN"] * k["BK"] / TENSOR_FLOP_PER_CLK)
+    slow = {n: _row(data, "09_wide", n).tflops / _row(data, "09_wide_spill", n).tflops for n in (5120, 10240)}
+    assert min(slow.values()) > 2 * napkin, f"the spill no longer costs far above the napkin's x{napkin:.1f}: {slow}"
+    beats = {n: step(_row(data, "09_setmaxnreg", n), _row(data, "09_wide", n)) for n in (5120, 10240)}
+    assert all(b.rises for b in beats.values()), f"the wide tile no longer beats the 128 x 256 tile: {beats}"
+    bytes_allow = _per_byte("09_wide") / _per_byte("09_setmaxnreg")
+
+    def waves_allow(n):
+        rounds = lambda bn: math.ceil((n // 128) * (n // bn) / SMS) * bn  # noqa: E731
+        return rounds(256) / rounds(320)
+    assert waves_allow(10240) == 1 and beats[10240].factor <= bytes_allow, \
+        f"at 10240 the wide tile gains more than its bytes allow: {beats[10240]} against x{bytes_allow:.2f}"
+    assert beats[5120].factor <= waves_allow(5120) * bytes_allow, \
+        f"at 5120 the wide tile gains more than its waves and bytes allow: {beats[5120]}"
+    p, q = recorded_profile("09_wide_spill", 10240), recorded_profile("09_wide", 10240)
+    assert p["local_bytes"] > 0 and q["local_bytes"] == 0, "the wide build now spills, or the spilling one does not"
+    assert p["dram_bytes"] > 10 * q["dram_bytes"], "the spilled bytes no longer go out to DRAM"
+    assert p["tensor_active_pct"] < 10, f"the spilling build's tensor pipe is busy {p['tensor_active_pct']:.0f}%"

@@ -1,0 +1,213 @@
+"""Chapter 11's conclusions, held to the book's run. The chapter renders every measured number it states from the run
+(helpers.prose; nbval holds the saved text to what the replayed run renders), so no sentence is matched here; what
+is checked is each conclusion its words are written around: where a paragraph picks between two outcomes
+(helpers.prose.pick), the outcome the book's run gives is asserted, and a run that gives the other fails here with
+the conclusion that no longer holds. Runs without a GPU (it reads results/ and the experiments' records)."""
+import json
+import math
+import re
+
+import pytest
+
+from helpers import results
+from helpers.registry import MAIN, ROOT
+
+from conftest import prose, says
+
+FINAL = "10_beyond_cublas"
+N = (4096, 8192)
+SIZES = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
+SHAPES = ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192), (12288, 12288, 4096))
+SHORT_K = (8192, 8192, 1024)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return results.load(results.path_for())
+
+
+def _cells():
+    return json.loads((ROOT / "chapters" / "11_the_climb.ipynb").read_text())["cells"]
+
+
+def _rendered() -> str:
+    """The paragraphs chapter 11's rendered-prose cells (tagged remove-input) show: their saved Markdown outputs."""
+    return prose("\n".join("".join(o.get("data", {}).get("text/markdown", "")) for c in _cells()
+                           if "remove-input" in c.get("metadata", {}).get("tags", []) for o in c.get("outputs", [])))
+
+
+def _row(data, rung, m, n=None, k=None):
+    from helpers.ladder import Row
+    return Row.from_entry(data["gemm"][results.gemm_key(rung, m, n or m, k or m)], "recorded")
+
+
+def _step(data, a, b, n):
+    from helpers.prose import step
+    return step(_row(data, a, n), _row(data, b, n))
+
+
+def _climbed(data) -> dict:
+    from helpers.tables import climb_steps
+    return {(s["rung"], s["n"]): s for s in climb_steps([_row(data, r, n) for r in MAIN for n in N])}
+
+
+def test_chapter_11_renders_its_paragraphs_from_the_run(data):
+    """Every rendered-prose cell has its saved paragraph, names the book's run where it names one, and never says the
+    final rung beats cuBLAS; the headings the table of contents reads stay markdown."""
+    cells = _cells()
+    said = [c for c in cells if "remove-input" in c.get("metadata", {}).get("tags", [])]
+    assert len(said) >= 9 and all("nbval-check-output" in c["metadata"]["tags"] for c in said)
+    assert all(any("text/markdown" in o.get("data", {}) for o in c["outputs"]) for c in said), \
+        "a rendered-prose cell has no saved paragraph: run nb_splice"
+    markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    for heading in ("## The main path", "## One step at a time", "## TFLOP/s against N",
+                    "## Where the final rung loses, and why", "## Shapes that are not square", "## Summary",
+                    "## Exercises"):
+        assert heading in markdown, heading
+    text = _rendered()
+    run = _row(data, FINAL, 4096).run
+    named = set(re.findall(r"\brun (\S+) on ", text))
+    assert named == {run}, f"the paragraphs name {named}, the book's run is {run}"
+    assert not re.search(r"\bbeats? cuBLAS|ahead of cuBLAS|above cuBLAS", text)
+    assert not says(text, "not confirmed")
+
+
+def test_chapter_11_the_climb_rises_as_it_teaches(data):
+    """'One step at a time': rung 03 is the planned fall and the swizzle repays it; every step from rung 06 on rises
+    at both sizes; the smallest of them are chapter 10's last two."""
+    climbed = _climbed(data)
+    fall, repair = climbed["03_mma_sync", 4096]["factor"], climbed["04_swizzle", 4096]["factor"]
+    assert _step(data, "02_wmma_smem", "03_mma_sync", 4096).falls, "rung 03 is no longer the planned fall at 4096"
+    assert fall * repair > 1, f"the swizzle no longer more than earns rung 03's fall back: x{fall:.2f} x{repair:.2f}"
+    hopper = MAIN[MAIN.index("06_wgmma_m64n64") + 1:]
+    early = {k[0] for k, s in climbed.items() if k[0] not in hopper and not s["rises"]}
+    assert early == {"03_mma_sync"}, f"before chapter 06 another step does not rise: {sorted(early)}"
+    hop = {k: s["factor"] for k, s in climbed.items() if k[0] in hopper}
+    flat = [k for k in hop if not climbed[k]["rises"]]
+    assert not flat, f"not every step from rung 06 on rises beyond the rounds' spread: {flat}"
+    small = sorted(hop, key=hop.get)[:2]
+    assert {r for r, _ in small} == {"10_tma_store", FINAL}, \
+        f"the smallest steps are no longer chapter 10's last two: {small}"
+    # the diff column: chapter 10's steps after persistence are small; the debts are the steps that restructure a file
+    d = {r: climbed[r, 4096]["diff_lines"] for r in hopper if (r, 4096) in climbed}  # 12_fp8 changes the dtype
+    assert all(d[r] <= 60 for r in ("10_bf16_c", "10_cluster", "10_tma_store", FINAL)), d
+    assert set(sorted(d, key=d.get)[-3:]) == {"10_persistent", "08_same_tile", "07_tma"}, d
+
+
+def test_chapter_11_steps_need_the_right_company(data):
+    """The paragraph on the company each step needs: bf16 C's half-sector stores cost rung 09; launched per tile the
+    paired kernel gains less and reads more DRAM; the pairs and the fourth stage rise only together; the grouped order
+    costs right after bf16 C and rises as the last step; the TMA store rises; chapter 07's fourth stage cost;
+    10_stmatrix is level with the final rung."""
+    from experiments.bf16_stores import medians
+    med = medians(1, 2)
+    half = [1 - med[n, "09 writing bf16x2"] / med[n, "09 as built (fp32 C)"] for n in N]
+    assert min(half) > 0, f"half-sector bf16 stores no longer cost rung 09's own kernel: {half}"
+    climbed = _climbed(data)
+    for n in N:
+        per_tile, on_path = (_step(data, "09_setmaxnreg", r, n) for r in ("10_bf16_c_per_tile", "10_bf16_c"))
+        assert per_tile.factor < on_path.factor, f"bf16 C per tile now gains as much as after persistence at N={n}"
+        for alone in ("10_cluster_3_stages", "10_four_stages"):
+            assert not _step(data, "10_bf16_c", alone, n).rises, f"{alone} alone now rises after bf16 C at N={n}"
+        assert climbed["10_cluster", n]["rises"], f"the pairs with the fourth stage no longer rise at N={n}"
+        assert _step(data, "10_bf16_c", "10_grouped", n).falls, \
+            f"the grouped order no longer costs after bf16 C at N={n}"
+        assert climbed[FINAL, n]["rises"], f"the grouped order no longer rises as the last step at N={n}"
+        v = data["variants"]
+        row_order = v[f'{FINAL}:{{"SCHEDULE": 0}}@{n}']["tflops"] / v[f"{FINAL}:{{}}@{n}"]["tflops"]
+        assert row_order < 1, f"the final rung in row order is no longer behind at N={n}"
+        assert climbed["10_tma_store", n]["rises"], f"the TMA store no longer rises at N={n}"
+        assert _step(data, "07_tma", "07_four_stages", n).factor < 1, \
+            f"chapter 07's fourth stage no longer costs at N={n}"
+        assert _step(data, FINAL, "10_stmatrix", n).flat, f"10_stmatrix is no longer level with the final rung at N={n}"
+    dram = {r: data["l2_schedule"][f"{r}@8192"]["dram_read_gb"] for r in ("10_bf16_c_per_tile", "09_setmaxnreg")}
+    assert dram["10_bf16_c_per_tile"] > dram["09_setmaxnreg"], f"bf16 C per tile no longer reads more DRAM: {dram}"
+    wide, spill = ([_row(data, r, n) for n in (5120, 10240)] for r in ("09_wide", "09_wide_spill"))
+    assert all(s.tflops < w.tflops for w, s in zip(wide, spill)), "the wide tile no longer gains from setmaxnreg"
+
+
+def test_chapter_11_ladder_orders_are_what_their_record_says():
+    """experiments/ladder_orders: chapter 10's 32 builds in one set of rounds, every order of its five steps. None
+    rises at every step; twenty come within one (persistent-TMA store-fourth stage-clusters-grouped, flat at its fourth
+    stage at 8192, and nineteen that start with clusters); the steps lean on each other; the book's order of four
+    steps rises at every step; the old order fell at 4096; every step is small."""
+    from types import SimpleNamespace
+
+    from experiments.ladder_orders import record
+    from helpers.prose import step
+    rec = record()
+    t, orders = rec["time"], {o["order"]: o for o in rec["orders"]}
+    lat = lambda a, b, n: step(*(SimpleNamespace(tflops=t[n][x]["tflops"], tflops_iqr=t[n][x]["iqr"])  # noqa: E731
+                                 for x in (a, b)))
+    score = {k: sum(s[n]["rises"] for s in o["steps"] for n in t) for k, o in orders.items()}
+    assert len(orders) == 120 and max(score.values()) == 9, "some order of chapter 10's steps now rises at every step"
+    near = sorted(k for k, v in score.items() if v == 9)
+    assert "PEFCS" in near and all(k[0] == "C" for k in near if k != "PEFCS") and len(near) == 20, near
+    flat = [s for s in orders["PEFCS"]["steps"] for n in t if not s[n]["rises"]]
+    assert [x["flag"] for x in flat] == ["F"] and lat("P--E-", "P--EF", "8192").flat
+    assert not lat("-----", "-C---", "4096").rises, "a first step of clusters now rises at 4096"
+    assert lat("P----", "P-S--", "4096").falls and lat("P----", "P-S--", "8192").falls, \
+        "the grouped order alone no longer costs right after persistence"
+    assert not any(lat("P----", "PC---", n).rises for n in t), "the pairs alone now rise right after persistence"
+    assert lat("P---F", "PC--F", "4096").rises, "the pairs no longer rise at 4096 once the ring has its fourth stage"
+    assert lat("PC---", "PC--F", "8192").rises and not lat("P----", "P---F", "8192").rises, \
+        "the fourth stage no longer rises at 8192 only once pairs share B"
+    path = {"persistent": ("-----", "P----"), "clusters with the fourth stage": ("P----", "PC--F"),
+            "TMA store": ("PC--F", "PC-EF"), "grouped order": ("PC-EF", "PCSEF")}
+    assert all(t[n][b]["iqr"][0] > t[n][a]["iqr"][1] for a, b in path.values() for n in ("4096", "8192")), \
+        "the book's order of four steps no longer rises at every step in the lattice's rounds"
+    assert not lat("P----", "PCS--", "4096").rises, "the book's old order now rises at its first combined step"
+    steps = [s[n]["factor"] for k in ("PEFCS", "PCSEF") for s in orders[k]["steps"] for n in t if s["flag"] != "P"]
+    assert max(steps) <= 1.06 + 5e-3 and max(s[n]["factor"] for s in orders["PEFCS"]["steps"] for n in t) < 1.065
+
+
+def test_chapter_11_sizes_and_shapes_are_what_the_run_measured(data):
+    """The sweep and the shapes: rung 09 slips as B outgrows L2 (the wide shape in between, its rounds at 16384
+    spread wide); rung 10 is level with cuBLAS from 4096 to 16384, loses at 1024 on its own tiles (clusters of one),
+    narrows the gap at 2048, and 3072's waves are the napkin's; the short-K shape is the furthest behind."""
+    from helpers.hardware import SMS
+    from helpers.tiles import waves
+    r = lambda rung, *s: _row(data, rung, *s).ratio  # noqa: E731
+    r4, r12, r16, wide = r("09_setmaxnreg", 4096), r("09_setmaxnreg", 12288), r("09_setmaxnreg", 16384), \
+        r("09_setmaxnreg", 4096, 16384, 4096)
+    assert r16 < wide < r12 < r4, \
+        f"rung 09 no longer slips as B outgrows L2, the wide shape between: {r4, r12, wide, r16}"
+    lo, hi = _row(data, "09_setmaxnreg", 16384).tflops_iqr
+    assert hi - lo > 0.05 * _row(data, "09_setmaxnreg", 16384).tflops, "rung 09's rounds at 16384 are no longer wide"
+    gap = {n: 100 * (1 - r(FINAL, n)) for n in SIZES}
+    assert all(abs(gap[n]) <= 3 for n in SIZES if n >= 4096), f"rung 10 is no longer level from 4096 up: {gap}"
+    assert all(g > 0 for g in gap.values()), f"rung 10 is now ahead of cuBLAS somewhere: {gap}"
+    assert gap[1024] > 15, f"rung 10 is no longer far behind at N = 1024: {gap[1024]:.1f} points"
+    assert gap[2048] < gap[1024], "the gap no longer narrows at 2048"
+    clusters = data["grids"][FINAL]["clusters"]
+    small, two = _row(data, FINAL, 1024), _row(data, FINAL, 2048)
+    assert small.cluster == 1 and two.cluster == 1, "rung 10 no longer launches clusters of one at 1024 and 2048"
+    assert (2048 // two.tile[0]) * (2048 // two.tile[1]) <= SMS, "at 2048 some CTA now takes a second tile"
+    narrow = waves(1024, 1024, 2 * small.tile[0], small.tile[1], clusters)
+    assert narrow["tiles"] == 32 and narrow["busiest"] == 1
+    w, mid = waves(3072, 3072, 256, 256, clusters), waves(3072, 3072, 2 * 128, 192, clusters)
+    assert w["busiest"] == 3 == mid["busiest"] and w["efficiency"] < mid["efficiency"]
+    assert tuple(_row(data, FINAL, 3072).tile) == (128, 192), "rung 10 no longer picks 128 x 192 at 3072"
+    odd = {s: 1 - r(FINAL, *s) for s in SHAPES}
+    assert all(g > 0 for g in odd.values()), f"rung 10 is now ahead of cuBLAS on a non-square shape: {odd}"
+    assert max(odd, key=odd.get) == SHORT_K, f"the short-K shape is no longer the furthest behind: {odd}"
+
+
+def test_chapter_11_summary_holds(data):
+    """The summary: three orders of magnitude, coalescing the largest step; chapter 12's FP8 rung ahead of rung 10
+    and behind cuBLASLt FP8, its cross-check passing at both sizes, 4096 the widest row but inside the bar."""
+    overall = _row(data, FINAL, 4096).tflops / _row(data, MAIN[0], 4096).tflops
+    assert 3 <= math.log10(overall) < 4, f"the ladder no longer gains three orders of magnitude: x{overall:,.0f}"
+    climbed = _climbed(data)
+    top = max((k for k in climbed if k[1] == 4096), key=lambda k: climbed[k]["factor"])
+    assert top[0] == "01_coalesced", f"coalescing is no longer the largest step: {top}"
+    for n in N:
+        fp8, bf16 = _row(data, "12_fp8", n), _row(data, FINAL, n)
+        assert fp8.tflops > bf16.tflops and fp8.ratio < 1, \
+            f"FP8 is no longer ahead of rung 10 and behind cuBLASLt at N={n}"
+    cc = [data["crosscheck"][f"12_fp8@{n}"] for n in N]
+    from tools import crosscheck
+    bar = 100 * crosscheck.GAP
+    assert cc[0]["ok"] and cc[1]["ok"] and 0.5 * bar < abs(cc[0]["gap_points"]) <= bar, "the FP8 cross-check changed"
+    gaps = {k: abs(e["gap_points"]) for k, e in data["crosscheck"].items()}
+    assert max(gaps, key=gaps.get) == "12_fp8@4096", f"FP8 at 4096 is no longer the widest cross-check row: {gaps}"
