@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything that needs the H100, in one go: GPU tests, sanitizers, the live ladder and ceilings, and the
-# chapter notebooks executed in place (their outputs are what the book shows). Each step is one command: pytest,
+# Everything that needs the GPU (a Hopper one: H100 or H200), in one go: GPU tests, sanitizers, the live ladder and
+# ceilings, and the chapter notebooks executed in place (their outputs are what the book shows). Each step is one command: pytest,
 # `python3 -m helpers ...` or `python3 -m tools.NAME` (tools/: each has --help). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [probes] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
 #                  [profile] [EXPERIMENT ...]
