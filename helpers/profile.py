@@ -31,9 +31,8 @@ METRICS: dict[str, tuple[str, ...]] = {
     "sm_clock": ("sm__cycles_elapsed.avg.per_second", "smsp__cycles_elapsed.avg.per_second",
                  "gpc__cycles_elapsed.avg.per_second"),
     "sm_cycles": ("sm__cycles_elapsed.avg", "gpc__cycles_elapsed.max"),  # clock fallback: cycles / duration
-    # Tensor pipe busy over the kernel's duration. On Hopper this counter counts wgmma (HGMMA and QGMMA) too: this
-    # H100 recorded 89% for rung 10 and 83% for the FP8 rung at 4096 (tools/l2_schedule.py), the FP8 rung doing twice
-    # the FLOPs per busy cycle.
+    # Tensor pipe busy over the kernel's duration. On Hopper this counter counts wgmma (HGMMA and QGMMA) too: rungs 10
+    # and 12 read near 90% of it in tools/l2_schedule.py's records, the FP8 rung doing twice the FLOPs per busy cycle.
     "tensor_pipe": ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed",
                     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
                     "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed"),
