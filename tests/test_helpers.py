@@ -558,3 +558,21 @@ def test_the_status_page_sets_the_recorded_gpus_side_by_side(tmp_path, monkeypat
     assert len(rows) == 2 and all("780.0" in r and "97.5%" in r and "800.0" in r and "100.0%" in r for r in rows), rows
     run("nvidia-b200", "NVIDIA B200", 900.0, method="events")  # no GPU-time rows: named, left out of the table
     assert "NVIDIA B200: no rows measured by GPU time" in status.runs_side_by_side(sizes=(4096,))
+
+
+def test_render_prose_converts_a_paragraph_into_a_rendered_cell(tmp_path):
+    """tools.render_prose --convert: the markdown cell keeps its id and place and becomes a hidden-input code cell
+    whose output nbval checks; a missing id is refused in one sentence."""
+    from tools.render_prose import convert
+    nb = {"cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# Title\n"]},
+                    {"cell_type": "markdown", "id": "b", "metadata": {}, "source": ["It ran at 1.15.\n"]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "ch.ipynb"
+    path.write_text(json.dumps(nb))
+    convert(path, "b", 'say(f"It ran at {x(1.15)}.")\n')
+    cells = json.loads(path.read_text())["cells"]
+    assert [c["id"] for c in cells] == ["a", "b"] and cells[0]["cell_type"] == "markdown"
+    assert cells[1]["cell_type"] == "code" and cells[1]["source"] == ['say(f"It ran at {x(1.15)}.")']
+    assert cells[1]["metadata"] == {"jupyter": {"source_hidden": True}, "tags": ["remove-input", "nbval-check-output"]}
+    with pytest.raises(SystemExit, match="has no cell with id 'zz'"):
+        convert(path, "zz", "")
