@@ -32,14 +32,23 @@ def table(rows) -> str:
     sw = max([4] + [len(_size(r)) for r in rows])
     iw = max([3] + [len(i) for i, r in zip(iqrs, rows) if getattr(r, "has_number", True)])
     lines = [f"{{:<20}} {{:>{sw}}} {{:>5}} {{:>8}} {{:>{iw}}} {{:>10}} {{:>7}} {{:>7}}  {{}}".format(*HEADER)]
+    # One mark per distinct cuBLAS reference, in order of first use: a to z, then a2, b2, ... (never reused, so a mark
+    # names one kernel however many the table holds).
     refs: dict = {}
+    for r in rows:
+        if getattr(r, "has_number", True):
+            ref = r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)"
+            i = refs.setdefault(ref, len(refs))
+            refs[ref] = i
+    refs = {ref: "abcdefghijklmnopqrstuvwxyz"[i % 26] + (str(i // 26 + 1) if i >= 26 else "") for ref, i in refs.items()}
+    mw = max([1] + [len(m) for m in refs.values()])
     for r, iqr in zip(rows, iqrs):
         if not getattr(r, "has_number", True):  # a NotMeasured line: replayed, and the results file has no row for it
             lines.append(f"{r.rung:<20} {_size(r):>{sw}} {r.dtype:>5}     not measured (not in the recorded run)")
             continue
-        mark = refs.setdefault(r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)", "abcdefghij"[len(refs) % 10])
-        lines.append(f"{r.rung:<20} {_size(r):>{sw}} {r.dtype:>5} {r.tflops:8.2f} {iqr:>{iw}} {r.cublas_tflops:8.2f} {mark}"
-                     f" {r.ratio:7.1%} {('yes' if r.correct else 'NO'):>7}  {r.date[:16]}")
+        mark = refs[r.cublas_ref or "cupy.matmul (recorded before the GPU-time method)"]
+        lines.append(f"{r.rung:<20} {_size(r):>{sw}} {r.dtype:>5} {r.tflops:8.2f} {iqr:>{iw}} {r.cublas_tflops:8.2f} "
+                     f"{mark:<{mw}} {r.ratio:7.1%} {('yes' if r.correct else 'NO'):>7}  {r.date[:16]}")
     # What each cuBLAS column timed, folded so that no line of it wraps in the book's column.
     import textwrap
     width = max([BOOK_COLUMNS] + [len(line) for line in lines])

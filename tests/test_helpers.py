@@ -576,3 +576,18 @@ def test_render_prose_converts_a_paragraph_into_a_rendered_cell(tmp_path):
     assert cells[1]["metadata"] == {"jupyter": {"source_hidden": True}, "tags": ["remove-input", "nbval-check-output"]}
     with pytest.raises(SystemExit, match="has no cell with id 'zz'"):
         convert(path, "zz", "")
+
+
+def test_a_table_marks_each_cublas_reference_once_however_many():
+    """Chapter 11's sweep names 21 cuBLAS kernels: each gets its own mark (a to u), none is reused."""
+    import re
+    from types import SimpleNamespace
+    from helpers.tables import table
+    rows = [SimpleNamespace(rung="10_beyond_cublas", m=n, n=n, k=n, dtype="bf16", tflops=700.0, tflops_iqr=[699, 701],
+                            cublas_tflops=720.0, cublas_ref=f"kernel {i}", ratio=0.97, correct=True,
+                            date="2026-11-29 01:00", has_number=True) for i, n in enumerate(range(1024, 1024 + 28 * 8, 8))]
+    text = table(rows)
+    marks = re.findall(r"^cuBLAS \((\w+)\): kernel (\d+)$", text, re.M)
+    assert len(marks) == 28 and len({m for m, _ in marks}) == 28, marks
+    assert marks[0] == ("a", "0") and marks[25] == ("z", "25") and marks[26] == ("a2", "26")
+    assert len({len(line) for line in text.splitlines()[1:29]}) == 1  # the rows stay aligned
