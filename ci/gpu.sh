@@ -11,7 +11,8 @@
 #   tests 110 s, sanitize 190 s (every rung), ceilings 20 s, crosscheck 40 s or more, banks 15 s, l2 110 s, ladder 135 s,
 #   tune 45 s, notebooks 280 s. So run `tests sanitize ceilings crosscheck banks l2`, then `ladder tune notebooks
 #   prune`, back to back with one GEMM_LADDER_RUN, copying results/ back into the tree between calls.
-#   SANITIZE_RUNGS="07_ 10_bf16" sanitizes only the rungs whose ids start so (the kernels a change touched).
+#   SANITIZE_RUNGS="07_ 10_bf16" sanitizes only the rungs whose ids start so (the kernels a change touched);
+#   NOTEBOOKS="chapters/01_fp32_simt.ipynb ..." executes only those chapters.
 #   Leave MPLBACKEND unset for `notebooks` (tools.execute drops it). Logs and a tarball of the results and
 #   executed notebooks go to $OUT (or ./gpu-out).
 # `profile` (asked for by name only): an Nsight Compute profile of every main-path rung at N = 4096 and 8192 (46 ncu
@@ -64,7 +65,8 @@ for step in $steps; do
                 || status=1
               python3 -m helpers ladder --n 5120 10240 --rungs 08_same_tile 09_setmaxnreg 09_wide_spill 09_wide 2>&1 \
                 | tee -a "$LOGS/ladder.log" || status=1 ;;
-    notebooks) python3 -m tools.execute 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
+    # shellcheck disable=SC2086 - NOTEBOOKS: only these chapters (paths; default: every chapter)
+    notebooks) python3 -m tools.execute ${NOTEBOOKS:-} 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 -m tools.prune_results "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose
     profile)  python3 -m helpers profile ${PROFILE_ARGS:---n 4096 8192} 2>&1 | tee "$LOGS/profile.log" || status=1 ;;

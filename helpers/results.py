@@ -14,7 +14,7 @@ from .registry import ROOT
 
 RESULTS = ROOT / "results"
 RESULTS_ENV = "GEMM_LADDER_RESULTS"          # point replay (or recording) at another run file
-REFERENCE = "nvidia-h100-80gb-hbm3"          # the GPU the book's outputs were recorded on
+REFERENCE = "nvidia-h200"                    # the GPU the book's outputs were recorded on
 RUN_FILE = "run.json"
 APART = {"profiles": ("raw", "units")}       # the keys of a section's entries kept in metrics/, not in the run file
 
