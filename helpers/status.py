@@ -142,9 +142,11 @@ def status_text() -> str:
                   f"latest record   {env['date']}"]
     timings = results.RESULTS / "execution.json"
     if timings.exists():
+        # A chapter re-executed in a run that had already measured its rows keeps its last cold time, so the
+        # times may come from different days and boards: each line names its own.
         lines.append("\nchapter                        executed cold in   on")
         for name, t in sorted(json.loads(timings.read_text()).items()):
-            lines.append(f"{name:<30} {t['seconds']:>8.1f} s        {t['date']}")
+            lines.append(f"{name:<30} {t['seconds']:>8.1f} s        {t['date']}, {t.get('gpu', 'GPU not recorded')}")
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 
     python3 -m tools.execute [chapters/00_the_machine.ipynb ...]      (default: every chapter)
 
-The executed outputs are what the static book shows, so this runs on the H100. Each chapter's time is
+The executed outputs are what the static book shows, so this runs on a Hopper GPU. Each chapter's time (and GPU) is
 written to results/execution.json for the book's status page, unless the chapter only replayed rows its run
 (GEMM_LADDER_RUN) had already measured: such a rerun keeps the chapter's cold time.
 """
@@ -76,10 +76,20 @@ def execute(paths) -> int:
             print(f"{path} executed in {seconds:.1f} s reusing run {os.environ['GEMM_LADDER_RUN']}'s rows; the "
                   f"status page keeps its cold time of {timings[path.stem]['date']}", flush=True)
             continue
-        timings[path.stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        timings[path.stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                              "gpu": _gpu_name()}
         timings_file.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")  # the status page reads it
         print(f"{path} executed cold in {seconds:.1f} s", flush=True)
     return 1 if failed else 0
+
+
+def _gpu_name() -> str:
+    """The GPU the chapters run on, for the status page (a chapter's time depends on the board)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from helpers import device
+    gpu = device()
+    return gpu.name if gpu else "no GPU"
 
 
 def _run_entries() -> str:
