@@ -170,7 +170,9 @@ def test_chapter_07_teaches_what_the_run_measured(data):
     """Chapter 07 renders its numbers from the run (helpers.prose; nbval holds the rendered text to the replayed
     run). What it teaches, as predicates over the book's run: the TMA step rises beyond the rounds' spread at both
     sizes, inside the napkin's eighth to a quarter; the fourth stage buys nothing at either size, and at 8192 reads
-    more from DRAM than rung 07 (the profile paragraph's 'more bytes from HBM')."""
+    more from DRAM than rung 07 and hits in L2 less (the profile paragraph's 'more bytes from HBM'). How many more,
+    and whether the warps' wait for bytes grows with them, differs between the boards (many more on the H100's run,
+    with `long_scoreboard` up fivefold; somewhat more on the H200's, the stall level): cell 352b2add renders which."""
     from helpers.figures import recorded_profile
     from helpers.ladder import Row
     from helpers.prose import step
@@ -181,8 +183,10 @@ def test_chapter_07_teaches_what_the_run_measured(data):
         tma, four = step(row("06_wgmma_wide", n), row("07_tma", n)), step(row("07_tma", n), row("07_four_stages", n))
         assert tma.rises and 1.1 <= tma.factor <= 1.3, f"the TMA step no longer rises inside the napkin at N={n}: {tma}"
         assert four.factor < 1.01, f"the fourth stage now buys something at N={n}: {four}"
-    more = recorded_profile("07_four_stages", 8192)["dram_read_bytes"] / recorded_profile("07_tma", 8192)["dram_read_bytes"]
-    assert more > 1.2, f"the fourth stage no longer reads more from DRAM at 8192: x{more:.2f}"
+    p4, p3 = recorded_profile("07_four_stages", 8192), recorded_profile("07_tma", 8192)
+    more = p4["dram_read_bytes"] / p3["dram_read_bytes"]
+    assert more > 1.05 and p4["l2_hit_pct"] < p3["l2_hit_pct"], \
+        f"the fourth stage no longer reads more from DRAM at 8192: x{more:.2f}, L2 hits {p4['l2_hit_pct']:.0f}%"
 
 
 def test_chapter_09_epilogue_is_shorter_with_setmaxnreg():
@@ -241,7 +245,12 @@ def test_pingpong_builds_are_configs_of_its_kernel():
 # exactly, so a step that starts or stops rising, or a diff that grows or shrinks past the bar, fails here until the
 # set (and its chapter) say so. Run 2026-11-26T19:47Z-h100 rises at every step. Run 18:01Z had 10_bf16_c flat at 8192,
 # when bf16 C came before persistence (chapter 10 says why the order changed); run 13:27Z had 10_cluster flat at 4096.
+# FLAT_OR_RISING: steps whose chapter renders either outcome from the run, and says why it can be flat; such a step
+# may rise or be flat, never fall. 10_tma_store at 8192 rose on the H100 (run 19:47Z, x1.005) and is flat on the H200
+# (run 2026-11-29T01:10Z-h200, x1.0002): an epilogue is half the share of a tile at 8192 that it is at 4096, and half of
+# the 4096 gain is under the rounds' spread there (chapter 10, "What the profile says").
 NOT_RISING: dict = {}
+FLAT_OR_RISING = {("10_tma_store", 8192): "chapter 10: half the 4096 gain, within the rounds' spread at 8192"}
 LONG_DIFFS = {"01_blocktile_2d", "01_vectorized", "01_warptiled", "02_wmma_smem", "03_mma_sync", "05_cp_async",
               "07_tma", "08_same_tile", "10_persistent"}
 SHIFTS = {"06_wgmma_m64n64"}  # 05 -> 06 (01 -> 02 changes the dtype, so no step spans it)
@@ -251,10 +260,15 @@ def test_the_main_path_rises_step_by_step_except_where_it_says_why(data):
     from helpers.ladder import Row
     from helpers.registry import MAIN
     from helpers.tables import climb_steps
+    from helpers.prose import step
     rows = [Row.from_entry(data["gemm"][results.gemm_key(r, n, n, n)], "recorded") for r in MAIN for n in (4096, 8192)]
     steps = climb_steps(rows)
     hopper = MAIN[MAIN.index("06_wgmma_m64n64"):]
-    assert {(s["rung"], s["n"]) for s in steps if s["rung"] in hopper[1:] and not s["rises"]} == set(NOT_RISING)
+    short = {(s["rung"], s["n"]) for s in steps if s["rung"] in hopper[1:] and not s["rises"]}
+    assert short - set(FLAT_OR_RISING) == set(NOT_RISING), sorted(short - set(FLAT_OR_RISING))
+    by = {(r.rung, r.n): r for r in rows}
+    falls = [(b, n) for b, n in FLAT_OR_RISING if step(by[MAIN[MAIN.index(b) - 1], n], by[b, n]).falls]
+    assert not falls, f"a step its chapter calls flat or rising now falls: {falls}"
     long = {s["rung"] for s in steps if s["diff_lines"] > 60} - SHIFTS
     assert long == LONG_DIFFS, sorted(long ^ LONG_DIFFS)
 
@@ -292,14 +306,23 @@ def test_experiment_builds_compile_as_described():
 
 def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     """Step 1's "why persistence comes first": the one-block-per-tile bf16 kernel (10_bf16_c_per_tile) beside rung 09
-    at 8192 in this run (its rate, spread and DRAM reads), and ci/bf16_c_8192.py's profiles of the variants
+    at 8192 in this run (within a percent of it, reading a fifth more from DRAM), the same bf16 C after persistence
+    faster than it beyond the rounds' spread and reading less, and ci/bf16_c_8192.py's profiles of the variants
     (experiments/bf16_c_8192's record, its causes part, names as they were then); and step 1's napkin against its
-    measurement."""
+    measurement: within a fifth of it exactly where bf16 C leaves the DRAM reads where fp32 C had them. On the H100
+    (run 19:47Z) that is both sizes, the persistent kernels reading rung 09's 2.31 GB "with either C"; on the H200
+    (run 2026-11-29T01:10Z-h200) at 8192 the bf16 kernel reads 2.50 GB and Nsight Compute's durations shrink by 43% of
+    the napkin. Chapter 10 renders which."""
+    from helpers.prose import step
     row = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
     t, nine = row("10_bf16_c_per_tile", 8192), row("09_setmaxnreg", 8192)
-    gb = lambda w: _l2(data, w, 8192, "dram_read_gb")  # noqa: E731
+    gb = lambda w, n=8192: _l2(data, w, n, "dram_read_gb")  # noqa: E731
     assert t["tflops_iqr"][0] < nine["tflops_iqr"][1] * 1.01 and gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg")
-    assert all(abs(gb(w) - gb("09_setmaxnreg")) < 0.02 for w in ("10_persistent", "10_bf16_c"))  # "with either C"
+    assert abs(gb("10_persistent") / gb("09_setmaxnreg") - 1) < 0.01  # persistence alone moves no bytes
+    assert gb("10_bf16_c") < gb("10_bf16_c_per_tile")  # the persistent bf16 kernel reads less than one block per tile
+    from helpers.ladder import Row
+    first = step(*(Row.from_entry(row(r, 8192), "recorded") for r in ("10_bf16_c_per_tile", "10_bf16_c")))
+    assert first.rises, f"bf16 C after persistence no longer beats bf16 C one block per tile at 8192: {first}"
     from experiments.bf16_c_8192 import dram_read_gb
     read = {name: [f"{gb:.2f}" for gb in launches] for name, launches in dram_read_gb().items()}
     assert read == {"09_setmaxnreg": ["2.31", "2.31"], "09_cluster_launch": ["2.31", "2.31"],
@@ -311,4 +334,6 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     # the summary's lines on the first two steps: tests/test_conclusions_10b.py
     ncu = {n: 1e3 * (_l2(data, "10_persistent", n, "ncu_ms") - _l2(data, "10_bf16_c", n, "ncu_ms"))
            for n in (4096, 8192)}
-    assert all(abs(ncu[n] / saved[n] - 1) < 0.1 for n in ncu)  # step 1's paragraph: tests/test_conclusions_10a.py
+    for n in ncu:  # step 1's paragraph (tests/test_conclusions_10a.py): the napkin holds where the reads stay level
+        level = abs(gb("10_bf16_c", n) / gb("10_persistent", n) - 1) < 0.02
+        assert 0 < ncu[n] < 1.2 * saved[n] and (abs(ncu[n] / saved[n] - 1) < 0.2) == level, (n, ncu[n], saved[n])

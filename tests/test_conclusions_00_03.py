@@ -98,14 +98,17 @@ def test_chapter_02_prediction_and_measurement(data):
     """The napkin: the naive rung's L2 cap is close to the FFMA probe, the smem rung's comfortably above it and far
     below mma.sync, and the tensor cores would need more than ten times the L2 bandwidth. The measurement: the
     naive rung loses to the warptiled FP32 kernel at both sizes; the smem rung is more than 4x the naive one, about
-    3x the warptiled one, more than twice the FFMA probe, about a fifth of the mma.sync probe; both rungs beat their
-    HBM caps and reach about half of their L2 caps; its profile is mio_throttle and long_scoreboard, with neither
-    the tensor pipe nor L2 binding; chapter 03's first kernel is slower than the padded rung."""
+    3x the warptiled one, more than twice the FFMA probe, about a fifth of the mma.sync probe; HBM delivers under a
+    fifth of the bytes either rung's loads ask for (their profiles' DRAM reads), so L2 and L1 serve the repeated
+    reads, and both reach about half of their L2 caps; its profile is mio_throttle and long_scoreboard, with neither
+    the tensor pipe nor L2 binding; chapter 03's first kernel is slower than the padded rung.
+    Whether a rung also runs faster than its HBM cap depends on the board, and the chapter renders it from the run:
+    on the H100 both did; on the H200, whose HBM copy probe is faster, the naive rung runs under its cap."""
     from helpers import intensity, rung
     from helpers.figures import limit_of, recorded_profile
     from helpers.hardware import TENSOR_BOOST_HZ
     c = data["ceilings"]
-    l2, hbm, ffma, hmma = (c[k]["value"] for k in ("l2_read", "hbm_copy", "ffma_peak", "hmma_peak"))
+    l2, ffma, hmma = (c[k]["value"] for k in ("l2_read", "ffma_peak", "hmma_peak"))
     naive_ai, smem_ai = intensity(rung("02_wmma_naive")), intensity(rung("02_wmma_smem"))
     assert 0.8 <= l2 * naive_ai / ffma <= 1.25, "the naive rung's L2 cap no longer lands close to the FFMA probe"
     assert l2 * smem_ai > 2 * ffma and l2 * smem_ai < 0.5 * hmma, "the smem rung's cap moved against the prediction"
@@ -118,7 +121,8 @@ def test_chapter_02_prediction_and_measurement(data):
         assert t["02_wmma_smem", n] > 2 * ffma, f"the smem rung is not twice the FFMA probe at N={n}"
         assert 0.17 <= t["02_wmma_smem", n] / hmma <= 0.23, f"the smem rung is not a fifth of mma.sync at N={n}"
     for r, ai in (("02_wmma_naive", naive_ai), ("02_wmma_smem", smem_ai)):
-        assert t[r, 4096] > hbm * ai, f"{r} no longer runs faster than its HBM cap"
+        from_hbm = recorded_profile(r, 4096)["dram_read_bytes"] / (2 * 4096 ** 3 / ai)  # of the bytes its loads ask for
+        assert from_hbm < 0.2, f"HBM now delivers {from_hbm:.0%} of what {r}'s loads ask for, not L2 and L1"
         assert 0.4 <= t[r, 4096] / (l2 * ai) <= 0.6, f"{r} no longer reaches about half of its L2 cap"
     lead = sorted(recorded_profile("02_wmma_smem", 4096)["stall_reasons"].items(), key=lambda kv: -kv[1])[:2]
     assert {s for s, _ in lead} == {"mio_throttle", "long_scoreboard"}, f"02_wmma_smem's stalls changed: {lead}"

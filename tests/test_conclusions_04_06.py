@@ -91,9 +91,13 @@ def test_chapter_04_teaches_what_the_run_measured(data):
 def test_chapter_05_teaches_what_the_run_measured(data):
     """The double buffer is the big step over rung 04 and four stages a smaller, rising one; the ablation's warp tile
     and overlap each buy about a third, cp.async alone about x1.0, the depth the least of the three; both rungs stay
-    well short of the mma.sync probe, because 64 FLOP per byte times the L2 roof is under the target; the four-stage
-    rung draws most of L2; the napkin's 15.5 TB/s is about twice the L2 ceiling; the profile counts the warps the
-    register arithmetic allows, with long_scoreboard down from rung 04 and the fixed `wait` on top."""
+    well short of the mma.sync probe, and 64 FLOP per byte times the L2 roof keeps rung 05 short of it; the four-stage
+    rung misses its target under that roof, drawing most of L2; the napkin's 15.5 TB/s is about twice the L2 ceiling;
+    the profile counts the warps the register arithmetic allows, with long_scoreboard down from rung 04, the fixed
+    `wait` on top, and L2 drawn short of its roof and less than chapter 06's narrow rung draws.
+    Whether the L2 roof alone explains the missed target depends on the board, and the chapter renders it from the
+    run: on the H100 the roof is under the target; on the H200, whose L2 probe is faster, it leaves room for the
+    target, the rung stops well short of it, and the profile says what else holds it (`wait`, L2 not binding)."""
     from helpers.figures import limit_of, recorded_profile
     from helpers.prose import step
     from helpers.registry import rung
@@ -116,8 +120,11 @@ def test_chapter_05_teaches_what_the_run_measured(data):
         assert all(row(r, n).tflops < 0.7 * hmma for r in ("05_double_buffer", "05_cp_async")), \
             f"rung 05 is no longer well short of the mma.sync probe at N={n}"
     goal, goal_n, _ = rung("05_cp_async").target
-    assert 64 * l2 < goal * hmma and row("05_cp_async", goal_n).tflops < 64 * l2, \
-        "64 FLOP per byte times the L2 roof no longer keeps rung 05 under its target"
+    roof, four = 64 * l2, row("05_cp_async", goal_n).tflops
+    assert roof < hmma, "64 FLOP per byte times the L2 roof no longer keeps rung 05 short of the mma.sync probe"
+    assert four < min(roof, goal * hmma), "rung 05 no longer stays under its L2 roof and short of its target"
+    assert roof < goal * hmma or four / roof < 0.9, \
+        "the L2 roof leaves room for rung 05's target, yet the rung now runs on that roof"
     assert 0.5 < row("05_cp_async", 4096).tflops / 64 / l2 < 1, "the four-stage rung no longer draws most of L2"
     need = TENSOR_FLOP_PER_CLK / 64 * SMS * TENSOR_BOOST_HZ / 1e12
     assert 1.8 <= need / l2 <= 2.4, f"the tensor peak's {need:.1f} TB/s is no longer about twice the L2 ceiling"
@@ -127,15 +134,19 @@ def test_chapter_05_teaches_what_the_run_measured(data):
     assert p5["stall_reasons"]["long_scoreboard"] < p4["stall_reasons"]["long_scoreboard"], \
         "long_scoreboard no longer falls from rung 04 to rung 05"
     lim = limit_of("05_cp_async", 4096)
-    assert lim["top_stall"] == "wait" and lim["l2_fraction_of_roof"] > 0.75, \
-        f"rung 05's profile no longer shows `wait` on top with L2 close to its roof: {lim}"
+    drawn = lim["l2_fraction_of_roof"]
+    assert lim["top_stall"] == "wait" and 0.5 < drawn < limit_of("06_wgmma_m64n64", 4096)["l2_fraction_of_roof"], \
+        f"rung 05's profile no longer shows `wait` on top, with most of L2 drawn but less than rung 06 draws: {lim}"
 
 
 def test_chapter_06_teaches_what_the_run_measured(data):
     """Both wgmma rungs beat rung 05 at both sizes, the narrow one modestly, and the wide one beats the narrow one;
-    the narrow rung sits on its load-path roof (LDG/cp.async, chapter 00), well below two thirds of the wgmma
-    probe, and its profile agrees while its banks stay mostly idle; the operand path does not bind at N = 64 (chapter
-    00's probe, per clock too); the wide rung stops short of its roof at the block barrier; both meet their targets."""
+    the narrow rung runs at most at its load-path roof (LDG/cp.async, chapter 00), well below two thirds of the wgmma
+    probe, its profile's L2 share agrees with its rate, and its banks stay mostly idle; where it stops short of that
+    roof, its profile finds the warps waiting at the block barrier; the operand path does not bind at N = 64 (chapter
+    00's probe, per clock too); the wide rung stops short of its roof at the block barrier; both meet their targets.
+    Whether the narrow rung sits on its roof depends on the board, and the chapter renders it from the run: on the
+    H100 it did; on the H200, whose L2 probe is faster, it runs at the same rate, short of the roof."""
     from helpers.figures import limit_of
     from helpers.prose import step
     from helpers.registry import rung
@@ -152,14 +163,16 @@ def test_chapter_06_teaches_what_the_run_measured(data):
         assert row(narrow, n).tflops < 0.6 * c["hgmma_peak"]["value"], \
             f"the narrow rung is no longer well below two thirds of the wgmma probe at N={n}"
     on_roof = row(narrow, 4096).tflops / (64 * c["l2_read"]["value"])
-    assert 0.95 <= on_roof <= 1.02, f"the narrow rung no longer sits on its load-path roof: {on_roof:.1%}"
+    assert on_roof <= 1.02, f"the narrow rung now runs above its load-path roof: {on_roof:.1%}"
     n64, n256 = c["hgmma_n64_random"], c["hgmma_peak_random"]
     assert n64["value"] / n256["value"] > 0.95, "the m64n64 probe no longer keeps up with the m64n256 one"
     per_clock = (n64["value"] / n64["sm_clock_mhz"]) / (n256["value"] / n256["sm_clock_mhz"])
     assert abs(per_clock - 1) < 0.03, f"per clock, the m64n64 probe no longer does as much work: {per_clock:.3f}"
     ln, lw = limit_of(narrow, 4096), limit_of(wide, 4096)
-    assert ln["l2_fraction_of_roof"] > 0.9 and ln["roof"] == "l2_read", \
-        f"the narrow rung's profile no longer agrees: {ln}"
+    assert ln["roof"] == "l2_read" and abs(ln["l2_fraction_of_roof"] - on_roof) < 0.05, \
+        f"the narrow rung's profile no longer agrees with its rate ({on_roof:.1%} of the roof): {ln}"
+    assert on_roof >= 0.95 or (ln["l2_fraction_of_roof"] <= 0.9 and ln["top_stall"] == "barrier"), \
+        f"the narrow rung stops short of its roof and its profile no longer finds it at the block barrier: {ln}"
     assert lw["l2_fraction_of_roof"] < ln["l2_fraction_of_roof"] and lw["top_stall"] == "barrier", \
         f"the wide rung no longer stops short of its roof at the block barrier: {lw}"
     raw = results.metrics("profiles", f"{narrow}@4096")["raw"]  # kept apart from the run file

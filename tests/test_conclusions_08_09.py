@@ -50,12 +50,17 @@ def _wait_share(data, rung_id: str) -> float:
 
 
 def test_chapter_08_rung_is_a_step_down_from_rung_07(data):
-    """'Slower than rung 07, and why': slower at both sizes beyond the rounds' spread, much slower at 8192; at 4096
-    the ratio sits between the napkin's two models (bytes bind: 64 / 85.3; latency binds: above 1)."""
+    """'Slower than rung 07, and why': slower at both sizes beyond the rounds' spread, and further behind at 8192 than
+    at 4096 (the gap the per-tile napkin cannot explain: even rung 08's best round at 8192 against rung 07's worst
+    stays under its worst at 4096 against rung 07's best); at 4096 the ratio sits between the napkin's two models
+    (bytes bind: 64 / 85.3; latency binds: above 1). How much further differs by board, with the HBM rate (x0.61 on
+    the H100's run, x0.82 on the H200's): cell m_slower renders whether it is "much slower" and says why."""
     assert says(_text("08_warp_specialization.ipynb"), "## Slower than rung 07, and why")
     down = {n: step(_row(data, "07_tma", n), _row(data, "08_warp_specialized", n)) for n in SIZES}
     assert all(d.falls for d in down.values()), f"rung 08 is no longer slower than rung 07 at both sizes: {down}"
-    assert down[8192].factor < 0.8, f"rung 08 is no longer much slower than rung 07 at 8192: {down[8192]}"
+    best8 = _row(data, "08_warp_specialized", 8192).tflops_iqr[1] / _row(data, "07_tma", 8192).tflops_iqr[0]
+    worst4 = _row(data, "08_warp_specialized", 4096).tflops_iqr[0] / _row(data, "07_tma", 4096).tflops_iqr[1]
+    assert best8 < worst4, f"rung 08 is no longer further behind rung 07 at 8192 than at 4096: {down}"
     bytes_model = _per_byte("08_warp_specialized") / _per_byte("07_tma")
     assert bytes_model < down[4096].factor < 1, \
         f"at 4096 rung 08 against rung 07 is no longer between the napkin's two models: {down[4096].factor:.2f}"
@@ -63,11 +68,20 @@ def test_chapter_08_rung_is_a_step_down_from_rung_07(data):
 
 def test_chapter_08_profile_says_the_ring_is_starved_of_bytes(data):
     """At 8192 rung 08 reads several times rung 07's DRAM bytes (the grid's shape: half the reuse of each Bt panel),
-    and its top stall is the consumers' wait on a `full` barrier."""
+    streamed close to the HBM copy roof measured in the same run, and the consumers' wait on a `full` barrier
+    (`long_scoreboard`) is one of its top two stalls, several times rung 07's share. Whether it is the top one differs
+    by board (first on the H100's run; second to `wait` on the H200's, whose HBM is faster): cells c08-profile-md and
+    f82d8aea render which."""
+    from helpers.ceilings import recorded_ceilings
     w, t = recorded_profile("08_warp_specialized", 8192), recorded_profile("07_tma", 8192)
     assert w["dram_bytes"] > 1.5 * t["dram_bytes"], \
         f"rung 08 no longer reads much more from DRAM than rung 07 at 8192: {w['dram_bytes'] / t['dram_bytes']:.2f}"
-    assert limit_of("08_warp_specialized", 8192)["top_stall"] == "long_scoreboard", "rung 08's top stall moved"
+    hbm = w["dram_bytes"] / (w["duration_us"] * 1e-6) / 1e12 / recorded_ceilings()["hbm_copy"].value
+    assert hbm > 0.85, f"rung 08 no longer streams from DRAM near the HBM roof at 8192: {hbm:.0%} of it"
+    stalls = w["stall_reasons"]
+    assert "long_scoreboard" in sorted(stalls, key=lambda k: -stalls[k])[:2] and \
+        stalls["long_scoreboard"] > 3 * t["stall_reasons"]["long_scoreboard"], \
+        f"rung 08's wait for bytes is no longer a top stall, several times rung 07's: {stalls}"
     assert not says(_text("08_warp_specialization.ipynb"), "This chapter does not measure it")
 
 
@@ -82,13 +96,18 @@ def test_chapter_08_timeline_shows_the_copies_issued_early_and_the_consumers_wai
 
 
 def test_chapter_08_the_roles_alone_are_a_small_real_step(data):
-    """Rung 07's tile held fixed (08_same_tile): the roles alone rise beyond the rounds' spread at both sizes but by
-    under half the tenth the napkin priced; the smaller tile costs more at 8192 than at 4096; setmaxnreg alone (rung
-    09) runs ahead where the napkin predicted level. The profile: long_scoreboard on top, L2 nearer its roof than rung
-    07, the tensor pipe busier, the same DRAM traffic, and `barrier` out of the top three."""
+    """Rung 07's tile held fixed (08_same_tile): the roles alone rise beyond the rounds' spread at both sizes, a small
+    step, within the napkin's "about a tenth" (under x1.15), not a multiple; the smaller tile costs more at 8192 than
+    at 4096; setmaxnreg alone (rung 09) runs ahead where the napkin predicted level. The profile: long_scoreboard on
+    top, L2 nearer its roof than rung 07, the tensor pipe busier, no more DRAM traffic than rung 07, and `barrier`
+    under a third of its share in rung 07. What differs by board, rendered by cells c08-same-tile-result,
+    c08-profile-same-tile-md and f82d8aea: the step's size against the tenth (under half at both sizes on the H100's
+    run; about half at 4096 and about all of it at 8192 on the H200's), the DRAM traffic (the same as rung 07's on the
+    H100's run, two thirds of it on the H200's, where rung 07 itself reads more), and whether `barrier` left the top
+    three (on the H100's run; third on the H200's)."""
     roles = {n: step(_row(data, "07_tma", n), _row(data, "08_same_tile", n)) for n in SIZES}
-    assert all(r.rises and r.factor < 1.05 for r in roles.values()), \
-        f"the roles alone no longer rise by under half the napkin's tenth: {roles}"
+    assert all(r.rises and r.factor < 1.15 for r in roles.values()), \
+        f"the roles alone are no longer a small real step, within the napkin's tenth: {roles}"
     shrink = {n: step(_row(data, "08_same_tile", n), _row(data, "08_warp_specialized", n)) for n in SIZES}
     assert all(s.falls for s in shrink.values()) and shrink[8192].factor < shrink[4096].factor, \
         f"the smaller tile no longer costs, and more at 8192: {shrink}"
@@ -99,23 +118,27 @@ def test_chapter_08_the_roles_alone_are_a_small_real_step(data):
     assert held["l2_fraction_of_roof"] > before["l2_fraction_of_roof"], "08_same_tile no longer nearer the L2 roof"
     p, p7 = recorded_profile("08_same_tile", 8192), recorded_profile("07_tma", 8192)
     assert p["tensor_active_pct"] > p7["tensor_active_pct"], "08_same_tile's tensor pipe is no longer busier"
-    assert abs(p["dram_bytes"] / p7["dram_bytes"] - 1) < 0.05, "08_same_tile's DRAM traffic moved from rung 07's"
-    top3 = sorted(p["stall_reasons"], key=lambda k: -p["stall_reasons"][k])[:3]
-    assert "barrier" not in top3, f"`barrier` is back in 08_same_tile's top three stalls: {top3}"
+    assert p["dram_bytes"] / p7["dram_bytes"] < 1.05, "08_same_tile now reads more from DRAM than rung 07"
+    assert p["stall_reasons"]["barrier"] < p7["stall_reasons"]["barrier"] / 3, \
+        f"`barrier` is no longer far below rung 07's share in 08_same_tile: {p['stall_reasons']}"
 
 
 def test_chapter_09_compares_rungs_as_the_run_measured(data):
-    """Rung 09 against rung 08 (a little under the 85.3 / 64 the bytes allow at 4096, far more at 8192), against
-    rung 07 (ahead at both sizes, by under an eighth), and against 08_same_tile (setmaxnreg alone: the napkin's tie
-    missed, the rounds apart). The profile: against 08_same_tile the tensor pipe busier and L2 delivering more, with
-    the same DRAM traffic."""
+    """Rung 09 against rung 08 (a little under the 85.3 / 64 the bytes allow at 4096, more at 8192, where the wide
+    tile also undoes rung 08's DRAM traffic: under half of it), against rung 07 (ahead at both sizes, by under a
+    fifth: the drain's tenth the napkin priced, plus setmaxnreg's small step), and against 08_same_tile (setmaxnreg
+    alone: the napkin's tie missed, the rounds apart). The profile: against 08_same_tile the tensor pipe busier and L2
+    delivering more, with the same DRAM traffic. Whether the gain at 8192 is "far larger" differs by board (x1.80
+    against x1.24 on the H100's run, x1.39 against x1.24 on the H200's): cell 1921b206 renders which."""
     up = {n: step(_row(data, "08_warp_specialized", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
     allows = _per_byte("09_setmaxnreg") / _per_byte("08_warp_specialized")
     assert all(u.rises for u in up.values()), f"rung 09 is no longer faster than rung 08 at both sizes: {up}"
     assert allows - 0.2 <= up[4096].factor <= allows, f"at 4096 rung 09's gain over rung 08 left the napkin: {up}"
-    assert up[8192].factor > 1.2 * up[4096].factor, f"at 8192 the gain over rung 08 is no longer far larger: {up}"
+    assert up[8192].factor > up[4096].factor, f"at 8192 the gain over rung 08 is no longer larger: {up}"
+    d9, d8 = (recorded_profile(r, 8192)["dram_bytes"] for r in ("09_setmaxnreg", "08_warp_specialized"))
+    assert d9 < 0.5 * d8, f"at 8192 rung 09 no longer reads far less from DRAM than rung 08: x{d9 / d8:.2f}"
     on07 = {n: step(_row(data, "07_tma", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
-    assert all(o.rises and o.factor < 1.125 for o in on07.values()), \
+    assert all(o.rises and o.factor < 1.2 for o in on07.values()), \
         f"rung 09 is no longer a little ahead of rung 07 at both sizes: {on07}"
     alone = {n: step(_row(data, "08_same_tile", n), _row(data, "09_setmaxnreg", n)) for n in SIZES}
     assert all(a.rises and a.factor < 1.1 for a in alone.values()), \

@@ -70,8 +70,10 @@ def test_chapter_12_renders_its_measured_paragraphs(cells):
 
 def test_chapter_12_climb_and_target(data, text):
     """FP8 nearly doubles rung 10 but stays under the 2x napkin; the reference is cuBLASLt's fast-accumulation mode,
-    the strongest of its candidate algorithms in the same rounds; rung 12 misses the 1.00x target against it and
-    leads cuBLASLt's promoted default."""
+    the strongest of its candidate algorithms in the same rounds (at 4096 the fastest of the heuristic's first six,
+    autotune's pick among them, as the label says: on the H100 the winner was autotune's pick too, #5 of 8, on the
+    H200 it is not, #4 of 8; the paragraph says which); rung 12 misses the 1.00x target against it and leads
+    cuBLASLt's promoted default."""
     from helpers.cublas import LT_CANDIDATES
     up = {n: _row(data, FP8, n)["tflops"] / _row(data, BF16, n)["tflops"] for n in (4096, 8192)}
     assert all(1.7 < u < 2.0 for u in up.values()), f"FP8 no longer nearly doubles rung 10 under the napkin's 2: {up}"
@@ -85,7 +87,10 @@ def test_chapter_12_climb_and_target(data, text):
     assert min(promoted.values()) > 1, f"rung 12 no longer leads cuBLASLt's promoted default: {promoted}"
     ref4 = _row(data, FP8, 4096)["cublas_ref"]
     rank, of, _ = _algorithm(ref4)
-    assert f"the fastest of {LT_CANDIDATES} cuBLASLt algorithms" in ref4 and "autotune's pick" in ref4
+    timed = [k for k in _contenders(data, 4096) if "fast heuristic" in k]  # the fast-accumulation candidates
+    assert len(timed) == LT_CANDIDATES and f"the fastest of {LT_CANDIDATES} cuBLASLt algorithms" in ref4, \
+        f"the 4096 reference is no longer the fastest of the heuristic's first {LT_CANDIDATES}: {ref4!r}"
+    assert rank <= LT_CANDIDATES or "autotune's pick" in ref4, f"the reference was not a timed algorithm: {ref4}"
     assert rank > 1, "at 4096 the rounds no longer crown another algorithm than the heuristic's first"
     first = _row(data, FP8, 4096)["tflops"] / _contenders(data, 4096)["cuBLASLt FP8 fast heuristic"]["tflops"]
     assert 0.98 < first < 1.02, f"rung 12 is no longer close to the heuristic's first choice at 4096: {first:.3f}"
@@ -98,8 +103,11 @@ def test_chapter_12_climb_and_target(data, text):
 
 
 def test_chapter_12_crosscheck_passes_with_the_4096_gap_in_rung_12s_time(data):
-    """The cross-check passes at both sizes, 8192 agreeing and 4096 with the widest gap of the cross-check, most of it
-    in rung 12's time under Nsight Compute, at the higher clock; rung 10 agrees at both sizes."""
+    """The cross-check passes at both sizes, 8192 agreeing and 4096 with the widest gap of the cross-check, rung 10's
+    both narrower: Nsight Compute times rung 12 longer than the harness does, by more than it times cuBLASLt longer,
+    although rung 12 ran at the higher clock. How much more is what the paragraph renders: on the H100 3.8% against
+    1.5%, "most of the gap in rung 12's time"; on the H200 3.7% against 2.0%, both kernels longer, rung 12 1.8 times
+    as much."""
     from tools import crosscheck
     assert 100 * crosscheck.GAP == BAR, "the cross-check's bar moved: the chapter's say-cell states it"
     cc = {n: data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)}
@@ -116,22 +124,28 @@ def test_chapter_12_crosscheck_passes_with_the_4096_gap_in_rung_12s_time(data):
     kmove = c4["ncu_kernel_ms"] / c4["harness_kernel_ms"] - 1
     cmove = c4["ncu_cublas_ms"] / c4["harness_cublas_ms"] - 1
     if abs(gap4) > BAR / 2:  # the chapter diagnoses the gap only where it is notable
-        assert kmove > 0 and cmove < kmove / 2, f"the 4096 gap is no longer mostly rung 12's time: {kmove}, {cmove}"
+        assert kmove > 0 and cmove < kmove, f"the 4096 gap is no longer in rung 12's longer time: {kmove}, {cmove}"
+        assert c4["ncu_kernel_mhz"] > c4["ncu_cublas_mhz"], "rung 12 no longer had the higher clock under ncu"
     assert c4["ncu_ratio"] < c4["harness_ratio"]
 
 
 def test_chapter_12_ceiling_and_power(data):
     """FP8 doubles the BF16 probe under the power cap; rung 12 is further from its roof than rung 10, most at 4096;
-    back to back at 8192 both run into the 700 W cap, the cap takes more from rung 12, and an FP8 FLOP costs about
-    half the energy of a BF16 one."""
+    back to back at 8192 both run into the 700 W cap, rung 12 stays behind cuBLASLt doing fewer FLOP per clock, the
+    cap takes from rung 12 at least about as much as from cuBLASLt (the paragraph picks between "more", "about as
+    much" and "more from cuBLASLt" at one point: on the H100 rung 12 falls 1.4 points below its bursts at the higher
+    clock, 1,425 against 1,380 MHz; on the H200 it sits 0.2 points above them, both at 1,410 MHz), and an FP8 FLOP
+    costs about half the energy of a BF16 one."""
     q, h = data["ceilings"]["qgmma_peak_random"], data["ceilings"]["hgmma_peak_random"]
     assert 1.9 < q["value"] / h["value"] < 2.1, f"FP8 no longer doubles BF16 under the cap: {q['value'] / h['value']}"
     roof = [_row(data, r, n)["tflops"] / c["value"] for r, c in ((FP8, q), (BF16, h)) for n in (4096, 8192)]
     assert roof[0] < roof[2] and roof[1] < roof[3], f"rung 12 is no longer further from its roof than rung 10: {roof}"
     s8 = data["sustained"][f"{FP8}@8192"]
     assert all(w > 0.98 * 700 for w in (s8["power_w"], s8["cublas_power_w"])), "the FP8 kernels no longer hit the cap"
-    assert s8["burst_ratio"] - s8["ratio"] > 0, "the cap no longer takes more from rung 12 than from cuBLASLt"
-    assert s8["sm_clock_mhz"] > s8["cublas_sm_clock_mhz"] and s8["tflops"] < s8["cublas_tflops"]
+    assert s8["burst_ratio"] - s8["ratio"] > -0.01, "the cap now takes more from cuBLASLt than from rung 12"
+    assert s8["tflops"] < s8["cublas_tflops"], "rung 12 no longer stays behind cuBLASLt back to back"
+    assert s8["tflops"] / s8["sm_clock_mhz"] < s8["cublas_tflops"] / s8["cublas_sm_clock_mhz"], \
+        "rung 12 no longer does fewer FLOP per clock than cuBLASLt under the cap"
     pw, pj = s8["power_w"] / s8["cublas_power_w"], s8["pj_per_flop"] / s8["cublas_pj_per_flop"]
     assert abs(pw / pj - s8["ratio"]) < 1e-6  # FLOP/s = watts / (J per FLOP)
     bf = data["sustained"][f"{BF16}@8192"]
@@ -150,7 +164,9 @@ def test_chapter_12_flags_the_4096_back_to_back_row_as_host_bound(data, monkeypa
 
 def test_chapter_12_profile_and_variants(data):
     """Beside cuBLASLt's own FP8 kernel rung 12 is level in Nsight Compute (tensor pipe, SMs, DRAM), with a higher L2
-    hit rate; neither tuning switch helps at 4096 or 8192, and at 2048 clusters of one win."""
+    hit rate; neither tuning switch helps at 4096 or 8192 (no variant's rounds rise above the committed build's: a
+    longer group costs at 8192, and at 4096 on the H100, where on the H200 it is level, +0.06 points within the
+    rounds' spread; clusters of one cost at both), and at 2048 clusters of one win."""
     e = lambda who, n, f: data["l2_schedule"][f"{who}@{n}"][f]  # noqa: E731
     for n in (4096, 8192):
         assert e(FP8, n, "l2_hit_pct") > e("cublas_fp8", n, "l2_hit_pct"), f"the L2 hit rate is no longer higher at {n}"
@@ -159,9 +175,18 @@ def test_chapter_12_profile_and_variants(data):
         assert abs(e(FP8, n, "dram_read_gb") / e("cublas_fp8", n, "dram_read_gb") - 1) < 0.25, f"DRAM differs at {n}"
     assert e(FP8, 8192, "tensor_pipe_pct") > e(FP8, 4096, "tensor_pipe_pct"), "the pipe is no longer busier at 8192"
     assert len({e(who, n, "run") for who in (FP8, "cublas_fp8") for n in (4096, 8192)}) == 1
-    v = lambda change, n: data["variants"][f"{FP8}:{json.dumps(change, sort_keys=True)}@{n}"]["ratio"]  # noqa: E731
-    assert all(v({}, n) > v({"GROUP_M": 16}, n) for n in (4096, 8192)), "a longer group now helps"
-    assert all(v({}, n) > v({"CLUSTER": 1}, n) for n in (4096, 8192)), "clusters of one now help at 4096 or 8192"
+    from types import SimpleNamespace
+
+    from helpers.prose import step
+    entry = lambda change, n: data["variants"][f"{FP8}:{json.dumps(change, sort_keys=True)}@{n}"]  # noqa: E731
+    v = lambda change, n: entry(change, n)["ratio"]  # noqa: E731
+    row = lambda change, n: SimpleNamespace(**{k: entry(change, n)[k] for k in ("tflops", "tflops_iqr")})  # noqa: E731
+    moved = lambda change, n: step(row({}, n), row(change, n))  # noqa: E731  (the committed build -> the variant)
+    assert not any(moved({"GROUP_M": 16}, n).rises for n in (4096, 8192)), "a longer group now helps"
+    assert moved({"GROUP_M": 16}, 8192).falls and v({}, 8192) > v({"GROUP_M": 16}, 8192), \
+        "a longer group no longer costs at 8192"
+    assert all(moved({"CLUSTER": 1}, n).falls and v({}, n) > v({"CLUSTER": 1}, n) for n in (4096, 8192)), \
+        "clusters of one no longer cost at 4096 and 8192"
     assert v({"CLUSTER": 1}, 2048) > v({}, 2048), "clusters of one no longer win at 2048"
 
 
@@ -183,20 +208,23 @@ def test_chapter_12_accumulator_and_cpu_demos(data):
 
 
 def test_chapter_12_names_the_kernel_the_crosscheck_timed(data):
-    """The cross-check's rounds crowned another cuBLASLt algorithm than the table's (a 1 x 2-clustered kernel without
-    coopA), the table's winner leads the field thinly, and the power cell crowned the table's winner."""
+    """The table's winner leads the field thinly: the cross-check's rounds crowned either it or the runner-up (a
+    1 x 2-clustered kernel without coopA, the one the cross-check timed), and the power cell crowned the table's
+    winner. On the H100 the cross-check crowned the runner-up, #4 against the table's #5; on the H200 all three
+    crowned #4 (the paragraphs after the cross-check and the profile say which)."""
     cc = data["crosscheck"][f"{FP8}@4096"]
     (name,) = cc["cublas_kernels"]
     rank, _, tile = _algorithm(cc["cublas"])
     tabled, _, ttile = _algorithm(_row(data, FP8, 4096)["cublas_ref"])
-    assert rank != tabled, "the cross-check's rounds now crown the table's algorithm"
     m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_1x2_", name)
     assert m and f"{m[1]} × {m[2]}" == tile and m[3] == "128" and "coop" not in name
     fast = {int(k.rsplit("#", 1)[1]) if "#" in k else 1: t["tflops"] for k, t in _contenders(data, 4096).items()
             if "fast heuristic" in k}
     win = fast.pop(tabled)
     rank2 = max(fast, key=fast.get)
-    assert rank2 == rank and win / fast[rank2] - 1 < 0.02, "the table's winner no longer leads thinly"
+    assert win / fast[rank2] - 1 < 0.02, "the table's winner no longer leads thinly"
+    assert rank in (tabled, rank2), f"the cross-check's rounds crowned #{rank}, neither the table's #{tabled} nor " \
+        f"the runner-up #{rank2}"
     srank, _, stile = _algorithm(data["sustained"][f"{FP8}@4096"]["cublas_ref"])
     assert srank == tabled and stile == ttile
 
