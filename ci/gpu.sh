@@ -3,7 +3,7 @@
 # ceilings, and the chapter notebooks executed in place (their outputs are what the book shows). Each step is one command: pytest,
 # `python3 -m helpers ...` or `python3 -m tools.NAME` (tools/: each has --help). Usage:
 #   bash ci/gpu.sh [tests] [sanitize] [probes] [ceilings] [crosscheck] [banks] [l2] [ladder] [tune] [notebooks] [prune]
-#                  [profile] [EXPERIMENT ...]
+#                  [profile] [sites] [EXPERIMENT ...]
 #   (default: tests sanitize ceilings crosscheck banks l2 ladder tune notebooks prune; chapters 10 and 12 replay
 #   what `tune` records). EXPERIMENT is a folder of experiments/ with a run.sh (e.g. pingpong, splitk, clusters):
 #   it runs `bash experiments/EXPERIMENT/run.sh LOGDIR`, outside the run's default steps.
@@ -68,6 +68,10 @@ for step in $steps; do
     # shellcheck disable=SC2086 - NOTEBOOKS: only these chapters (paths; default: every chapter)
     notebooks) python3 -m tools.execute ${NOTEBOOKS:-} 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 -m tools.prune_results "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
+    # where the warps wait (helpers.sites): Nsight Compute's source counters of every main-path rung at 4096 and
+    # 8192, the Hopper rungs first; each source page is kept under sites/ in the logs, to be read again offline
+    # shellcheck disable=SC2086 - SITES_ARGS is a list of rungs and options, split on purpose
+    sites)    python3 -m tools.stall_sites --save "$LOGS/sites" ${SITES_ARGS:-} 2>&1 | tee "$LOGS/sites.log" || status=1 ;;
     # shellcheck disable=SC2086 - PROFILE_ARGS is a list of options, split on purpose
     profile)  python3 -m helpers profile ${PROFILE_ARGS:---n 4096 8192} 2>&1 | tee "$LOGS/profile.log" || status=1 ;;
     # an experiment (outside the run): its folder's run.sh, given the log directory

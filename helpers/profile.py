@@ -97,8 +97,15 @@ KEYS = {
     "tma_tbps": "the TMA loads' part of l2_tbps (where collected)",
     "l2_total_tbps, l2_throughput_pct, l2_hit_pct": "all L2 traffic (reads and writes), TB/s; L2 throughput, % of "
                                                     "peak (SpeedOfLight); L2 hit rate",
-    "smem_tbps, smem_pipe_pct": "bytes moved by shared-memory instructions (LSU path: not TMA's writes, not "
-                                "wgmma's operand reads), TB/s; LSU shared-memory pipe busy, % of peak",
+    "smem_tbps, smem_pipe_pct": "bytes moved by shared-memory instructions (LDS/STS/LDSM/STSM, TB/s); the LSU "
+                                "data pipe's shared-memory wavefronts, % of one a clock: these count wgmma's operand "
+                                "reads too (a fixed fraction of the tensor pipe in every wgmma build)",
+    "smem_read_pct, smem_fill_pct, smem_port_pct": "the shared-memory port (128 B per SM clock) as a roof: its "
+                                                   "reads (smem_pipe_pct), TMA's fills (TMA bytes per SM clock / "
+                                                   "128) and the two together, % of the port",
+    "stall_sites, stall_sites_run": "the top SASS instructions the warps were stalled at (tools/stall_sites.py: "
+                                    "address, opcode, kind, share of all stall samples, leading reasons), and "
+                                    "the run that took them; None where never recorded",
     "dram_bytes": "bytes read plus written in DRAM (dram_read_bytes, dram_write_bytes apart)",
     "registers, ptxas_registers": "registers per thread at launch (ncu) and as ptxas allocated them",
     "spill_bytes": "ptxas spill stores plus loads, bytes (spill_store_bytes, spill_load_bytes apart)",
@@ -282,10 +289,34 @@ def profile(r: Rung | str, n: int, save: bool = True) -> dict:
     except NotRecorded:
         raise NotRecorded(f"The profile of {r.id} at N={n} was never recorded in {results.path_for()}; take it on "
                           f"a Hopper GPU with Nsight Compute (python -m helpers profile --rungs {r.id} --n {n}).") from None
+    path = results.path_for() if source == "recorded" else results.path_for(device().slug)
     if "raw" not in entry:  # read from a run file, which keeps the raw metrics apart; its keys are sorted
-        path = results.path_for() if source == "recorded" else results.path_for(device().slug)
         entry = dict(sorted({**entry, **results.metrics(SECTION, key(r.id, n), path)}.items()))
-    return {**entry, "source": source}
+    sites = results.load(path).get(SITES, {}).get(key(r.id, n)) if path.exists() else None
+    return {**entry, **port(entry), "stall_sites": sites["sites"] if sites else None,
+            "stall_sites_run": sites["run"] if sites else None, "source": source}
+
+
+SITES = "stall_sites"  # the section tools/stall_sites.py records (helpers.sites): where the warps wait
+PORT_BYTES_PER_CLOCK = 128  # one shared-memory wavefront (32 banks x 4 B) per SM per clock
+
+
+def port(entry: dict) -> dict:
+    """The shared-memory port of one SM, 128 B a clock, as a roof: what reads it and what fills it, in % of it.
+    - smem_read_pct: the LSU data pipe's shared-memory wavefronts (smem_pipe_pct). It counts wgmma's operand reads
+      besides LDS/STS/LDSM/STSM and cp.async's writes: in every wgmma build it is a fixed fraction of the tensor pipe
+      (0.625 for m64n256k16 with A and B from shared memory: 80 of 128 B a clock at full tensor rate).
+    - smem_fill_pct: TMA bytes that landed in this SM's shared memory (L2 -> SM, op_tma_ld: a multicast box counts
+      at each receiver) per SM clock, of 128 B: (bytes per SM) / (duration x SM clock) / 128.
+    - smem_port_pct: the two together, the port's load. None where a metric was not collected."""
+    raw = entry.get("raw") or {}
+    read = entry.get("smem_pipe_pct")
+    tma = raw.get("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.avg")
+    hz = raw.get("sm__cycles_elapsed.avg.per_second")
+    us = entry.get("duration_us")
+    fill = 100 * tma / (hz * us * 1e-6 * PORT_BYTES_PER_CLOCK) if tma is not None and hz and us else None
+    return {"smem_read_pct": read, "smem_fill_pct": round(fill, 2) if fill is not None else None,
+            "smem_port_pct": round(read + fill, 2) if read is not None and fill is not None else None}
 
 
 def _fmt(value, spec: str) -> str:

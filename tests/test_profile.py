@@ -381,3 +381,42 @@ def test_live_profile_of_a_small_launch(tmp_results):
     assert e["occupancy_pct"] > 0 and e["dram_bytes"] >= 0 and len(e["raw"]) > 50
     if e["ncu"]["tier"] < 2:  # the lowest tier has only the metrics this H100 recorded before
         assert 500 < e["sm_clock_mhz"] < 2500 and e["l2_tbps"] > 0 and e["smem_tbps"] > 0
+
+
+def test_stall_sites_read_the_source_page_and_name_the_waits():
+    """helpers.sites: the source page's SASS rows are summed per address over the profiled launches (one header per
+    launch), ranked by samples; a WARPGROUP.DEPBAR is wgmma.wait_group, not __syncthreads; a branch right after an
+    mbarrier try_wait is that wait loop; barrier samples on the instruction after a BAR.SYNC are the barrier's; shares
+    sum over all samples."""
+    from helpers.sites import by_kind, parse_source_csv, stall_sites
+    head = '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","stall_barrier"\n'
+    body = ('"00007f00","WARPGROUP.DEPBAR.LE gsb0, 0x0","30","20","30"\n'
+            '"00007f10","SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x8], R3","5","5","0"\n'
+            '"00007f20","@!P0 BRA 0x7f10","10","9","0"\n'
+            '"00007f30","BAR.SYNC.DEFER_BLOCKING 0x0","1","1","1"\n'
+            '"00007f40","BSSY B0, 0x7f90","4","4","4"\n')
+    launch = '"Kernel Name","gemm"\n' + head + body
+    rows = parse_source_csv("==PROF== noise\n" + launch + launch)
+    assert [r["samples"] for r in rows] == [60, 10, 20, 2, 8]
+    got = stall_sites(rows)
+    assert got["total_samples"] == 100
+    kinds = [(s["opcode"], s["kind"].split(":")[0], s["share"]) for s in got["sites"]]
+    assert kinds[0] == ("WARPGROUP.DEPBAR.LE", "wgmma.wait_group", 0.6), kinds
+    assert kinds[1][0] == "BRA" and kinds[1][1].startswith("mbarrier.try_wait loop"), kinds
+    assert got["sites"][0]["reasons"] == {"barrier": 1.0}
+    bssy = next(s for s in got["sites"] if s["opcode"] == "BSSY")
+    assert bssy["kind"].startswith("bar.sync") and "after `BAR.SYNC" in bssy["kind"], bssy
+    assert abs(sum(by_kind(got).values()) - 1) < 1e-9
+    assert stall_sites([]) == {"total_samples": 0, "sites": []}
+
+
+def test_the_shared_memory_port_adds_operand_reads_and_tma_fills():
+    """helpers.profile.port: reads are the LSU shared-memory wavefronts (% of one a clock), fills the TMA bytes per SM
+    per clock over 128 B; a profile without the TMA counter has no port figure rather than a wrong one."""
+    from helpers.profile import port
+    e = {"duration_us": 1000.0, "smem_pipe_pct": 60.0,
+         "raw": {"l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.avg": 0.35 * 128 * 1.5e6,
+                 "sm__cycles_elapsed.avg.per_second": 1.5e9}}
+    got = port(e)
+    assert got["smem_fill_pct"] == 35.0 and got["smem_port_pct"] == 95.0
+    assert port({"duration_us": 1.0, "smem_pipe_pct": 60.0, "raw": {}})["smem_port_pct"] is None
