@@ -16,6 +16,7 @@ import shutil
 
 from . import results
 from .gpu import device
+from .hardware import SMEM_BYTES_PER_CLK
 from .kernel import kernel
 from .launch import validate
 from .ncu import (CHILD, TIERS, TIMEOUT_S, child_info, command, ncu_version, numbers, parse_raw_csv, run_ncu,
@@ -298,7 +299,6 @@ def profile(r: Rung | str, n: int, save: bool = True) -> dict:
 
 
 SITES = "stall_sites"  # the section tools/stall_sites.py records (helpers.sites): where the warps wait
-PORT_BYTES_PER_CLOCK = 128  # one shared-memory wavefront (32 banks x 4 B) per SM per clock
 
 
 def port(entry: dict) -> dict:
@@ -314,7 +314,7 @@ def port(entry: dict) -> dict:
     tma = raw.get("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.avg")
     hz = raw.get("sm__cycles_elapsed.avg.per_second")
     us = entry.get("duration_us")
-    fill = 100 * tma / (hz * us * 1e-6 * PORT_BYTES_PER_CLOCK) if tma is not None and hz and us else None
+    fill = 100 * tma / (hz * us * 1e-6 * SMEM_BYTES_PER_CLK) if tma is not None and hz and us else None
     return {"smem_read_pct": read, "smem_fill_pct": round(fill, 2) if fill is not None else None,
             "smem_port_pct": round(read + fill, 2) if read is not None and fill is not None else None}
 

@@ -31,14 +31,14 @@ LOOP_WINDOW = 4      # instructions after a try_wait within which a branch is th
 
 # What each waiting instruction is, in the words of the source (first match wins; the opcode without modifiers).
 KINDS = (
-    (re.compile(r"^WARPGROUP\.DEPBAR"), "wgmma.wait_group: the warpgroup waits for its own tensor-core work"),
-    (re.compile(r"^WARPGROUP\.ARRIVE"), "wgmma.fence: registers handed to the tensor cores"),
-    (re.compile(r"^UCGABAR_WAIT|^CGABAR"), "barrier.cluster.wait: the cluster barrier"),
+    (re.compile(r"^WARPGROUP\.DEPBAR"), "wgmma.wait_group, waiting for its own wgmmas"),
+    (re.compile(r"^WARPGROUP\.ARRIVE"), "wgmma.fence"),
+    (re.compile(r"^UCGABAR_WAIT|^CGABAR"), "barrier.cluster.wait, the cluster barrier"),
     (re.compile(r"^UCGABAR_ARV"), "barrier.cluster.arrive"),
-    (re.compile(r"^BAR\.(SYNC|RED|ARV)"), "bar.sync: __syncthreads or a named barrier"),
-    (re.compile(r"^SYNCS\.PHASECHK"), "mbarrier.try_wait: waiting for a ring slot's phase"),
+    (re.compile(r"^BAR\.(SYNC|RED|ARV)"), "bar.sync, __syncthreads or a named barrier"),
+    (re.compile(r"^SYNCS\.PHASECHK"), "mbarrier.try_wait"),
     (re.compile(r"^SYNCS\.ARRIVE"), "mbarrier.arrive"),
-    (re.compile(r"^(HGMMA|QGMMA|IGMMA)"), "wgmma: issuing to the tensor cores"),
+    (re.compile(r"^(HGMMA|QGMMA|IGMMA)"), "wgmma issue"),
     (re.compile(r"^(HMMA|IMMA)"), "mma.sync"),
     (re.compile(r"^LDSM"), "ldmatrix"),
     (re.compile(r"^STSM"), "stmatrix"),
@@ -49,7 +49,7 @@ KINDS = (
     (re.compile(r"^(BRA|BRX|JMP)"), "branch"),
     (re.compile(r"^EXIT"), "exit"),
 )
-WAIT_LOOP = "mbarrier.try_wait loop (the branch that spins on the wait)"
+WAIT_LOOP = "mbarrier.try_wait loop, spinning on a ring slot"
 BARRIERS = re.compile(r"^(BAR\.|UCGABAR_|CGABAR|WARPGROUP\.DEPBAR)")
 
 
@@ -145,7 +145,7 @@ def stall_sites(instructions: list[dict], top: int = TOP) -> dict:
         elif reasons and reasons[0][0] == "barrier" and barrier and not BARRIERS.match(op):
             # BAR.SYNC.DEFER_BLOCKING: the warp issues on past the barrier and blocks at a later instruction, so
             # the barrier's samples land a few instructions after it
-            kind = f"{kind_of(barrier)} (sampled a few instructions after `{barrier}`)"
+            kind = f"{kind_of(barrier)}, sampled a few instructions after it"
         sites.append({"address": s["address"], "sass": s["sass"], "opcode": op, "kind": kind,
                       "share": round(s["samples"] / total, 4),
                       "reasons": {name: round(v / s["samples"], 3) for name, v in reasons} if s["samples"] else {}})
@@ -165,3 +165,12 @@ def sentence(entry: dict, sites: int = 2) -> str:
     """The leading sites in words: "50% at WARPGROUP.DEPBAR.LE (wgmma.wait_group: ...), 12% at ..."."""
     top = entry.get("sites", [])[:sites]
     return ", ".join(f"{s['share']:.0%} at `{s['opcode']}` ({s['kind']})" for s in top) or "no stall samples"
+
+
+def phrase(site: dict) -> str:
+    """One site in a sentence: "`WARPGROUP.DEPBAR.LE` (28% of all samples; wgmma.wait_group, ...)"; a site whose kind
+    says nothing of a wait ("other", "branch") names its leading reason instead."""
+    what = site["kind"]
+    if what in ("other", "branch") and site.get("reasons"):
+        what = f"{what}, mostly `{next(iter(site['reasons']))}`"
+    return f"`{site['opcode']}` ({site['share']:.0%} of all samples; {what})"

@@ -68,23 +68,39 @@ def test_chapter_10_the_wave_napkin_loses_a_little_at_4096(data):
 
 
 def test_chapter_10_bf16_c_pays_after_persistence_as_the_napkin_said(data):
-    """Step 1: halving C at the HBM copy rate predicts the saving; Nsight Compute's durations shrink by about that
-    (the stores were exposed); the step rises at both sizes; one block per tile, the same kernel ties with rung 09 at
-    8192 and reads more from DRAM, where the persistent kernels read what rung 09 reads."""
+    """Step 1: halving C at the HBM copy rate predicts the saving if the stores are exposed; Nsight Compute's durations
+    shrink by at most about that, and by about that exactly where bf16 C leaves the DRAM reads where fp32 C had them
+    (where they grow, the chapter says the napkin has no term for it); the step rises at both sizes; one block per
+    tile, the same kernel stays within a percent of rung 09 at 8192, reads a fifth more from DRAM, and loses to bf16 C
+    after persistence, whose reads stay below it while persistence alone reads what rung 09 reads.
+    On the H100 (run 19:47Z) the napkin holds at both sizes (11.8 and 44.4 us against 11.9 and 47.6) and one block per
+    tile ties with rung 09; on the H200 (run 2026-11-29T01:10Z-h200) it holds at 4096 (10.0 against 8.5) and not at
+    8192 (14.6 against 34.1, the bf16 kernel reading 2.50 GB against 2.31), and one block per tile is x1.008 above
+    rung 09. Chapter 10 renders which."""
     hbm = data["ceilings"]["hbm_copy"]["value"]
     saved = {n: n * n * 2 / (hbm * 1e12) * 1e6 for n in SIZES}
     for n in SIZES:
         shrink = 1e3 * (_l2(data, "10_persistent", n, "ncu_ms") - _l2(data, "10_bf16_c", n, "ncu_ms"))
-        assert abs(shrink / saved[n] - 1) < 0.2, f"the C stores no longer look exposed at N={n}: {shrink:.1f} us " \
-                                                 f"against the napkin's {saved[n]:.1f}"
+        reads = [_l2(data, w, n, "dram_read_gb") for w in ("10_persistent", "10_bf16_c")]
+        level = abs(reads[1] / reads[0] - 1) < 0.02
+        assert 0 < shrink < 1.2 * saved[n], f"the C stores' saving is no longer bounded by the napkin at N={n}: " \
+                                            f"{shrink:.1f} us against {saved[n]:.1f}"
+        assert (abs(shrink / saved[n] - 1) < 0.2) == level, \
+            f"the napkin no longer holds exactly where the DRAM reads stay level at N={n}: {shrink:.1f} us against " \
+            f"the napkin's {saved[n]:.1f}, reads {'level' if level else 'moved'}"
         assert _step(data, "10_persistent", "10_bf16_c", n).rises, f"bf16 C no longer rises after persistence at N={n}"
         assert _l2(data, "10_bf16_c", n, "tensor_pipe_pct") > _l2(data, "10_persistent", n, "tensor_pipe_pct")
-    per_tile = _step(data, "09_setmaxnreg", "10_bf16_c_per_tile", 8192)
-    assert not per_tile.rises, f"bf16 C one block per tile now rises over rung 09 at 8192: {per_tile}"
+    per_tile = _row(data, "10_bf16_c_per_tile", 8192)
+    assert per_tile.tflops_iqr[0] < 1.01 * _row(data, "09_setmaxnreg", 8192).tflops_iqr[1], \
+        f"bf16 C one block per tile is now more than a percent above rung 09 at 8192: {per_tile.tflops_iqr}"
+    first = _step(data, "10_bf16_c_per_tile", "10_bf16_c", 8192)
+    assert first.rises, f"bf16 C after persistence no longer beats bf16 C one block per tile at 8192: {first}"
     gb = lambda w: _l2(data, w, 8192, "dram_read_gb")  # noqa: E731
     assert gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg"), "one block per tile no longer reads more DRAM"
-    assert all(abs(gb(w) / gb("09_setmaxnreg") - 1) < 0.02 for w in ("10_persistent", "10_bf16_c")), \
-        "the persistent kernels no longer read what rung 09 reads"
+    assert abs(gb("10_persistent") / gb("09_setmaxnreg") - 1) < 0.01, \
+        "persistence alone no longer reads what rung 09 reads"
+    assert gb("10_bf16_c") < gb("10_bf16_c_per_tile"), \
+        "the persistent bf16 kernel no longer reads less than one block per tile"
     from experiments.bf16_c_8192 import dram_read_gb
     read = {name: [f"{gb:.2f}" for gb in launches] for name, launches in dram_read_gb().items()}
     assert read == {"09_setmaxnreg": ["2.31", "2.31"], "09_cluster_launch": ["2.31", "2.31"],
@@ -93,31 +109,43 @@ def test_chapter_10_bf16_c_pays_after_persistence_as_the_napkin_said(data):
 
 
 def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage(data):
-    """Either half alone costs or ties, both together rise; at three stages the pairs lower the tensor pipe, with
-    the fourth stage it is busier; 10_bf16_c draws L2 near the plain TMA roof (the bytes-only napkin's premise)."""
+    """Both halves together rise over 10_bf16_c at both sizes and beat either half alone at both; neither half alone
+    rises at both sizes (the pairs alone never at 4096, the fourth stage alone falls at 8192); at three stages the
+    pairs lower the tensor pipe, with the fourth stage it is busier; 10_bf16_c draws L2 near the plain TMA roof (the
+    bytes-only napkin's premise). Whether each half alone only costs or ties (the lattice's split, and the H100 run
+    19:47Z's) or rises at one size (the H200 run 2026-11-29T01:10Z-h200: the pairs alone x1.016 at 8192, the fourth
+    stage alone x1.002 at 4096), chapter 10 renders."""
     B, C3, F, C = "10_bf16_c", "10_cluster_3_stages", "10_four_stages", "10_cluster"
     for n in SIZES:
-        for half in (C3, F):
-            s = _step(data, B, half, n)
-            assert not s.rises, f"{half} alone now rises over {B} at N={n}: {s}"
         s = _step(data, B, C, n)
         assert s.rises, f"the pairs with the fourth stage no longer rise over {B} at N={n}: {s}"
+        for half in (C3, F):
+            s = _step(data, half, C, n)
+            assert s.rises, f"both together no longer beat {half} alone at N={n}: {s}"
+    for half in (C3, F):
+        assert not all(_step(data, B, half, n).rises for n in SIZES), f"{half} alone now rises at both sizes"
+    assert not _step(data, B, C3, 4096).rises, "the pairs alone at three stages now pay at 4096"
+    assert _step(data, B, F, 8192).falls, "the fourth stage alone no longer costs at 8192"
     tp = lambda w: _l2(data, w, 8192, "tensor_pipe_pct")  # noqa: E731
-    assert tp(C3) < tp(B) < tp(C), "the tensor pipe no longer falls with the pairs alone and rises with both"
+    assert tp(C3) < min(tp(B), tp(C)), "the tensor pipe no longer falls with the pairs alone and comes back with both"
     assert _l2(data, F, 8192, "dram_read_gb") > _l2(data, B, 8192, "dram_read_gb"), "the fourth stage alone no longer reads more DRAM at 8192"
     p, roof = data["profiles"][f"{B}@8192"], data["ceilings"]["tma_l2_gemm"]["value"]
     assert 0.9 * roof < p["l2_tbps"] < roof, f"10_bf16_c no longer draws L2 near the TMA roof: {p['l2_tbps']}"
 
 
 def test_chapter_10_stmatrix_removes_the_stores_and_moves_nothing_else(data):
-    """Step 3b: Nsight Compute counts the model's STS instructions, then none; the tensor pipe and the rate stay."""
+    """Step 3b: Nsight Compute counts the model's STS instructions, then none; the tensor pipe stays within half a
+    point and the rate within half a percent, never lower. Whether the rounds part the two (the H200 run
+    2026-11-29T01:10Z-h200: x1.0027 at 8192, beyond the spread; the H100 run 19:47Z: level at both) chapter 10
+    renders."""
     assert _l2(data, "10_sts_store", 4096, "shared_store_inst") == (4096 // 128) * (4096 // 256) * 8 * 64, \
         "Nsight Compute no longer counts the model's STS instructions"
     assert _l2(data, "10_tma_store", 4096, "shared_store_inst") == 0, "stmatrix no longer removes every STS"
     for n in SIZES:
         assert abs(_l2(data, "10_sts_store", n, "tensor_pipe_pct") - _l2(data, "10_tma_store", n, "tensor_pipe_pct")) < 0.5
         s = _step(data, "10_sts_store", "10_tma_store", n)
-        assert s.flat and abs(s.factor - 1) < 0.005, f"stmatrix is no longer level with the STS epilogue at N={n}: {s}"
+        assert not s.falls and abs(s.factor - 1) < 0.005, \
+            f"stmatrix is no longer within half a percent of the STS epilogue, or now costs, at N={n}: {s}"
 
 
 def test_chapter_10_the_step_4_table_is_the_run_of_the_timings(data):
@@ -152,32 +180,53 @@ def test_chapter_10_a_tile_per_shape_pays_where_the_wave_napkin_says(data):
 
 
 def test_chapter_10_profile_list_directions_hold(data):
-    """"What the profile says", step by step: every step of the path rises at both sizes; persistence a few percent,
-    less at 8192, with the DRAM reads level; bf16 C halves the DRAM writes; one block per tile reads more; the pairs
-    with the fourth stage keep the DRAM reads; the TMA store keeps the tensor pipe within half a point; the grouped
-    order cuts the DRAM reads at 8192 and the operands fit in L2 at 4096; the grouped order without pairs costs."""
+    """"What the profile says", step by step: every step of the path rises at both sizes, but the TMA store may be
+    flat at 8192 (never falling), and then for the reason the chapter gives: half its 4096 gain (an epilogue is half
+    the share of a tile at 8192) is under the rounds' spread there (the H100 run 19:47Z rises, x1.005; the H200 run
+    2026-11-29T01:10Z-h200 is flat, x1.0002); persistence a few percent, less at 8192, with the DRAM reads level; bf16
+    C halves the DRAM writes and reads less than one block per tile, which reads more; the pairs with the fourth stage
+    keep the DRAM reads and the tensor pipe, and each half alone rises at one size at most, under both together; the
+    TMA store keeps the tensor pipe within half a point; the grouped order cuts the DRAM reads at 8192 and the
+    operands fit in L2 at 4096; without pairs the same order pays less than with them, costs at 4096, and pays only
+    where it cuts the DRAM reads (at 8192 on the H200, nowhere on the H100), much less busy where it costs at 8192."""
     t = lambda r, n: _row(data, r, n).tflops  # noqa: E731
     l2 = lambda w, n, k="dram_read_gb": _l2(data, w, n, k)  # noqa: E731
     N9, P, B, BT = "09_setmaxnreg", "10_persistent", "10_bf16_c", "10_bf16_c_per_tile"
     C, C3, F, S, T, G = "10_cluster", "10_cluster_3_stages", "10_four_stages", "10_tma_store", "10_sts_store", "10_grouped"
     for a, b in ((N9, P), (P, B), (B, C), (C, S), (S, FINAL)):
         for n in SIZES:
-            assert _step(data, a, b, n).rises, f"the step {a} -> {b} no longer rises at N={n}"
+            s = _step(data, a, b, n)
+            if (b, n) == (S, 8192) and s.flat:  # the chapter renders flat or rising here, and why
+                half = (_step(data, C, S, 4096).factor - 1) / 2 * _row(data, C, 8192).tflops
+                room = max(r.tflops_iqr[1] - r.tflops_iqr[0] for r in (_row(data, C, 8192), _row(data, S, 8192)))
+                assert half < room, \
+                    f"the TMA store is flat at 8192 though half its 4096 gain ({half:.1f}) clears the spread ({room:.1f})"
+                continue
+            assert s.rises, f"the step {a} -> {b} no longer rises at N={n}: {s}"
     assert t(P, 4096) / t(N9, 4096) > t(P, 8192) / t(N9, 8192) > 1, "persistence no longer gains less at 8192"
     assert t(P, 4096) / t(N9, 4096) < 1.05, "persistence is no longer a few percent"
-    assert abs(l2(P, 8192) / l2(N9, 8192) - 1) < 0.01 and abs(l2(B, 8192) / l2(P, 8192) - 1) < 0.01
+    assert abs(l2(P, 8192) / l2(N9, 8192) - 1) < 0.01 and l2(B, 8192) < l2(BT, 8192)
     wrote = lambda w: data["profiles"][f"{w}@8192"]["dram_write_bytes"]  # noqa: E731
     assert abs(wrote(B) / wrote(P) - 0.5) < 0.02, "bf16 C no longer halves the DRAM writes"
     assert _row(data, BT, 8192).tflops_iqr[0] < _row(data, N9, 8192).tflops_iqr[1] * 1.01 and l2(BT, 8192) > 1.2 * l2(N9, 8192)
-    assert l2(C, 8192, "tensor_pipe_pct") > l2(B, 8192, "tensor_pipe_pct") and abs(l2(C, 8192) / l2(B, 8192) - 1) < 0.05
+    assert all(l2(C, n, "tensor_pipe_pct") > l2(B, n, "tensor_pipe_pct") - 0.5 for n in SIZES), \
+        "the pairs with the fourth stage now leave the tensor pipe less busy"
+    assert abs(l2(C, 8192) / l2(B, 8192) - 1) < 0.05, "the pairs with the fourth stage now move the DRAM reads"
     assert all(abs(l2(S, n, "tensor_pipe_pct") - l2(C, n, "tensor_pipe_pct")) < 0.5 for n in SIZES)
     assert max(abs(t(S, n) / t(T, n) - 1) for n in SIZES) < 0.005, "10_sts_store is no longer within half a percent"
-    assert all(t(x, n) < 1.005 * t(B, n) for x in (C3, F) for n in SIZES)  # either half alone: no gain
+    for x in (C3, F):  # either half alone: at one size at most, and less than both together
+        assert not all(_step(data, B, x, n).rises for n in SIZES) and all(_step(data, x, C, n).rises for n in SIZES), x
     assert l2(FINAL, 8192) < 0.6 * l2(S, 8192), "the grouped order no longer cuts the DRAM reads at 8192"
     assert l2(FINAL, 8192, "l2_hit_pct") > l2(S, 8192, "l2_hit_pct")
     assert l2(FINAL, 4096) <= l2(S, 4096) < 0.25, "the operands no longer fit in L2 at 4096"
-    assert abs(l2(G, 8192) / l2(B, 8192) - 1) < 0.02 and all(t(G, n) < t(B, n) for n in SIZES)
-    assert l2(G, 8192, "tensor_pipe_pct") < l2(B, 8192, "tensor_pipe_pct") - 5, "grouped without pairs is no longer much less busy"
+    for n in SIZES:
+        assert t(FINAL, n) / t(S, n) > t(G, n) / t(B, n), f"the grouped order no longer pays more with pairs at N={n}"
+        assert (t(G, n) > t(B, n)) == (l2(G, n) < 0.9 * l2(B, n)), \
+            f"without pairs the grouped order no longer pays exactly where it cuts the DRAM reads at N={n}"
+    assert _step(data, B, G, 4096).falls, "the grouped order without pairs no longer costs at 4096"
+    if _step(data, B, G, 8192).falls:
+        assert l2(G, 8192, "tensor_pipe_pct") < l2(B, 8192, "tensor_pipe_pct") - 5, \
+            "grouped without pairs costs at 8192 and is no longer much less busy"
     assert abs(l2(FINAL, 8192, "tensor_pipe_pct") - l2("cublas", 8192, "tensor_pipe_pct")) < 3, \
         "the final rung's tensor pipe is no longer as busy as cuBLAS's"
 
@@ -217,14 +266,21 @@ def test_chapter_10_the_bf16_stores_experiments_say_what_the_chapter_reads_from_
     assert max(got[4096, "10_tma_store"]) < min(got[4096, "TMA store, no clusters"])
 
 
-def test_chapter_10_the_tile_rates_the_registry_uses_are_what_the_run_measured(data):
+def test_chapter_10_the_measured_tile_rates_pick_the_tiles_the_registry_picks(data):
+    """Step 5's steady rates (tools/tune.py, N = 6144 and 12288): the run measures each narrower tile slower than
+    128 x 256, the narrowest the slowest ("a narrower tile is not free"), and with the rates it measured the napkin
+    picks the tile that the registry's MID_RATE and NARROW_RATE pick at every size of the chapter's table ("the pick is
+    the same with any of these values"). Whether the measured rates are within 0.03 of the registry's, chapter 10
+    renders: on the H100 (run 19:47Z) both are (0.96-0.97 and 0.83-0.84 against 0.955 and 0.815); on the H200 (run
+    2026-11-29T01:10Z-h200) 128 x 192 is (0.96-0.98) and 128 x 128 is not (0.88-0.92). The registry keeps the H100's
+    values: with either run's rates every pick is the same."""
     from helpers.registry import MID_RATE, NARROW_RATE, rung
     from helpers.tiles import pick_tile, tile_candidates
     v = lambda change, n: data["variants"][f"{FINAL}:{json.dumps(change, sort_keys=True)}@{n}"]["tflops"]  # noqa: E731
-    got = {}
-    for bn, rate in ((192, MID_RATE), (128, NARROW_RATE)):
-        got[bn] = [v({"BN": bn, "WGMMA_N": bn}, n) / v({}, n) for n in (6144, 12288)]
-        assert all(abs(x - rate) <= 0.03 for x in got[bn]), f"the registry's rate for 128 x {bn} is off: {got[bn]}"
+    got = {bn: [v({"BN": bn, "WGMMA_N": bn}, n) / v({}, n) for n in (6144, 12288)] for bn in (192, 128)}
+    assert 1 > MID_RATE > NARROW_RATE
+    assert all(1 > mid > narrow for mid, narrow in zip(got[192], got[128])), \
+        f"the narrower tiles are no longer slower per FLOP, the narrowest the slowest: {got}"
     wide, mid, narrow = tile_candidates(rung(FINAL))
     clusters = data["grids"][FINAL]["clusters"]
     picked = lambda n, cands: [row["tile"] for row in pick_tile(n, n, cands, clusters) if row["picked"]]  # noqa: E731
@@ -242,32 +298,46 @@ def test_chapter_10_clusters_of_one_experiment_split_the_1024_gain():
 
 
 def test_chapter_10_profile_panels_name_what_binds(data):
-    """The panels' prose: 10_grouped waits longer on long_scoreboard while drawing less from L2 than 10_bf16_c; the
-    final rung stops at `barrier`, its landed L2 bytes above the plain TMA roof and under the multicast one, and the
-    counter reads bytes as they land (the profiled rate times the bytes that land per FLOP)."""
+    """The panels' prose: 10_grouped and 10_bf16_c both stall most on long_scoreboard, under the plain TMA roof, and
+    the one that draws less of that roof is the slower at 8192; where 10_grouped is the slower, it waits longer and
+    its tensor pipe is less busy (the H100 run 19:47Z; on the H200 run 2026-11-29T01:10Z-h200 it draws more and is
+    the faster: chapter 10 renders which). The final rung stops at `barrier`, its landed L2 bytes under the multicast
+    roof (above the plain TMA roof on the H100, at 98% of it on the H200), and the counter reads bytes as they land
+    (the profiled rate times the bytes that land per FLOP). Persistence keeps rung 09's top stall and DRAM reads and
+    makes the tensor pipe busier (whether it waits less, 48% against 49% on the H200, the panel renders)."""
     from helpers.figures.profile import limit_of
     g, p = limit_of("10_grouped", 8192), limit_of("10_bf16_c", 8192)
     f, s9 = limit_of(FINAL, 8192), limit_of("09_setmaxnreg", 8192)
     runs = {data["profiles"][f"{who}@8192"]["run"] for who in ("10_grouped", "10_bf16_c", FINAL, "09_setmaxnreg")}
     assert len(runs) == 1, runs  # "in the same run"
     assert g["top_stall"] == p["top_stall"] == "long_scoreboard" and g["roof"] == p["roof"] == "tma_l2_gemm"
-    assert g["top_share"] > p["top_share"] and g["pipe_pct"] < p["pipe_pct"], "10_grouped no longer waits longer"
-    assert g["l2_fraction_of_roof"] < p["l2_fraction_of_roof"] < 1, "10_grouped no longer draws less from L2"
+    assert max(g["l2_fraction_of_roof"], p["l2_fraction_of_roof"]) < 1, "a row-by-row or grouped kernel is at its roof"
+    slower = _row(data, "10_grouped", 8192).tflops < _row(data, "10_bf16_c", 8192).tflops
+    assert (g["l2_fraction_of_roof"] < p["l2_fraction_of_roof"]) == slower, \
+        "the kernel drawing less of the L2 roof is no longer the slower of 10_grouped and 10_bf16_c"
+    if slower:
+        assert g["top_share"] > p["top_share"] and g["pipe_pct"] < p["pipe_pct"], "10_grouped no longer waits longer"
     assert f["roof"] == "tma_multicast" and s9["top_stall"] != f["top_stall"] == "barrier"
     tma, mc = data["ceilings"]["tma_l2_gemm"]["value"], data["ceilings"]["tma_multicast"]["value"]
     e = data["profiles"][f"{FINAL}@8192"]
-    assert tma < e["l2_tbps"] < mc, "the final rung's landed bytes are no longer between the two TMA roofs"
+    assert e["l2_tbps"] < mc, "the final rung's landed bytes are no longer under the multicast roof"
+    assert tma < mc, (tma, mc)
     landed = 2 * 8192 ** 3 / (e["duration_us"] * 1e-6) * (128 + 256) * 64 * 2 / (2 * 128 * 256 * 64) / 1e12
     assert abs(landed / e["l2_tbps"] - 1) < 0.02, (landed, e["l2_tbps"])
     pp, p9 = limit_of("10_persistent", 8192), data["profiles"]["09_setmaxnreg@8192"]
-    assert pp["top_stall"] == s9["top_stall"] and pp["top_share"] < s9["top_share"], "persistence no longer waits less"
+    assert pp["top_stall"] == s9["top_stall"], "persistence no longer waits on what rung 09 waits on"
+    assert pp["pipe_pct"] > s9["pipe_pct"], "persistence no longer gives the tensor pipe anything"
     assert abs(data["profiles"]["10_persistent@8192"]["dram_read_bytes"] / p9["dram_read_bytes"] - 1) < 0.01
 
 
-def test_chapter_10_ping_pong_would_cross_both_load_roofs(data):
+def test_chapter_10_ping_pong_would_load_within_a_tenth_of_both_roofs(data):
     """Ping-pong's napkin: L2 bytes per k step from the rung's own constexprs, at cuBLAS's rate at 8192, against the
-    roofs of the path rung 10 loads through. Both demands are above their roofs by less than a tenth, today's tile
-    is under both, and the cap they set is below what the rung reaches."""
+    roofs of the path rung 10 loads through. Both demands are within a tenth of their roofs, on either side ("a margin
+    of a few percent is for a kernel to settle"), and today's tile is under both. Which side, and so whether the cap
+    they set is below the rung, differs: on the H100 (run 19:47Z) both demands are above (by 6.3% and 6.1%) and the cap,
+    760 TFLOP/s, is below the rung's 788; on the H200 (run 2026-11-29T01:10Z-h200, TMA roof 9.39 TB/s) both are under
+    (by 0.2% and 6.7%) and the cap, 800, is above the rung's 785. Chapter 10 renders which; the experiment measures
+    ping-pong slower either way (tests/test_conclusions_10b.py)."""
     from helpers.csource import apply_config, read_consts
     from helpers.models import l2_bytes_per_k_tile
     from helpers.registry import rung
@@ -281,8 +351,8 @@ def test_chapter_10_ping_pong_would_cross_both_load_roofs(data):
     tbs = lambda nbytes, rows: rate * nbytes / (2 * rows * c["BN"] * c["BK"])  # noqa: E731
     supply, land = tbs(pong["requested"], c["BM"] // 2), tbs(pong["landed"], c["BM"] // 2)
     tma, mc = data["ceilings"]["tma_l2_gemm"], data["ceilings"]["tma_multicast"]
-    assert 1 < supply / tma["value"] < 1.1 and 1 < land / mc["value"] < 1.1, "ping-pong's demand no longer just crosses both roofs"
+    assert 0.9 < supply / tma["value"] < 1.1 and 0.9 < land / mc["value"] < 1.1, \
+        f"ping-pong's demand is no longer within a tenth of both roofs: {supply:.2f} / {tma['value']:.2f}, " \
+        f"{land:.2f} / {mc['value']:.2f}"
     assert mc["detail"]["supplied by L2, TB/s"] < tma["value"]
     assert tbs(now["requested"], c["BM"]) < tma["value"] and tbs(now["landed"], c["BM"]) < mc["value"]
-    cap = rate * min(tma["value"] / supply, mc["value"] / land)
-    assert cap < data["gemm"][results.gemm_key(FINAL, 8192, 8192, 8192)]["tflops"], "the roofs' cap is no longer below the rung"

@@ -295,19 +295,27 @@ def test_2_by_1_clusters_are_the_fastest_shape_from_4096_up():
 
 
 def test_the_summary_holds(data):
-    """The summary's conclusions over the book's run: persistence rises on its own; stmatrix changes no timing; the
-    tile per shape lifts N = 3072 and 1024; clusters of one lifted 1024 and 2048 where both ways were measured; bf16 C
-    rises after persistence, and launched per tile reads more DRAM and ties with rung 09 at 8192, half-sector stores
-    costing rung 09 a few percent; pairs with the fourth stage rise together, and each alone does not; the grouped
-    order costs right after bf16 C and rises as the last step; every step of the path rises; the final rung ends
-    level with cuBLAS, behind it, and misses the registry's target."""
+    """The summary's conclusions over the book's run: persistence rises on its own; stmatrix moves the timing by under
+    half a percent and never costs; the tile per shape lifts N = 3072 and 1024; clusters of one lifted 1024 and 2048
+    where both ways were measured; bf16 C rises after persistence, and launched per tile reads more DRAM, stays within
+    a percent of rung 09 at 8192 and below bf16 C after persistence, half-sector stores costing rung 09 a few percent;
+    pairs with the fourth stage rise together, and each alone rises at one size at most, under both together; the
+    grouped order pays more with pairs than right after bf16 C, where it costs at 4096, and rises as the last step;
+    every step of the path rises but the TMA store's at 8192, which may be flat (chapter 10 says why) and never falls;
+    the final rung ends level with cuBLAS, behind it, and misses the registry's target. What differs between the runs
+    the summary renders: on the H100 (run 19:47Z) stmatrix is level at both sizes, one block per tile ties with rung
+    09, each half alone costs or ties, the grouped order costs at both sizes right after bf16 C, every step rises; on
+    the H200 (run 2026-11-29T01:10Z-h200) stmatrix is x1.003 at 8192 beyond the spread, one block per tile is x1.008
+    above rung 09, the pairs alone rise at 8192 and the fourth stage alone at 4096, the grouped order right after bf16
+    C pays at 8192, and the TMA store is flat at 8192."""
     from experiments.bf16_stores import medians
     from experiments.clusters_of_one import rows as clusters_of_one_rows
     from helpers.prose import step
     from helpers.registry import MAIN, rung
     st = lambda a, b: [step(_row(data, a, n), _row(data, b, n)) for n in SIZES]  # noqa: E731
     assert all(s.rises for s in st("09_setmaxnreg", "10_persistent")), "persistence no longer rises on its own"
-    assert all(s.flat for s in st("10_sts_store", "10_tma_store")), "stmatrix now changes the timing"
+    assert all(not s.falls and abs(s.factor - 1) < 0.005 for s in st("10_sts_store", "10_tma_store")), \
+        "stmatrix now moves the timing by half a percent or more, or costs"
     for n in (1024, 3072):
         assert _row(data, FINAL, n).ratio > _row(data, "10_stmatrix", n).ratio + 0.1, \
             f"the tile per shape no longer lifts N = {n}"
@@ -316,18 +324,26 @@ def test_the_summary_holds(data):
     assert all(s.rises for s in st("10_persistent", "10_bf16_c")), "bf16 C no longer rises after persistence"
     gb = lambda w: data["l2_schedule"][f"{w}@8192"]["dram_read_gb"]  # noqa: E731
     assert gb("10_bf16_c_per_tile") > 1.1 * gb("09_setmaxnreg"), "bf16 C per tile no longer reads more DRAM at 8192"
-    assert step(_row(data, "09_setmaxnreg", 8192), _row(data, "10_bf16_c_per_tile", 8192)).flat, \
-        "bf16 C per tile no longer ties with rung 09 at 8192"
+    per_tile, nine = _row(data, "10_bf16_c_per_tile", 8192), _row(data, "09_setmaxnreg", 8192)
+    assert per_tile.tflops_iqr[0] < 1.01 * nine.tflops_iqr[1], "bf16 C per tile is now more than a percent above rung 09"
+    assert step(_row(data, "10_bf16_c_per_tile", 8192), _row(data, "10_bf16_c", 8192)).rises, \
+        "bf16 C per tile is no longer below bf16 C after persistence at 8192"
     m12 = medians(1, 2)
     half = [1 - m12[n, "09 writing bf16x2"] / m12[n, "09 as built (fp32 C)"] for n in SIZES]
     assert all(0 < h < 0.05 for h in half), f"half-sector stores no longer cost rung 09 a few percent: {half}"
     assert all(s.rises for s in st("10_bf16_c", "10_cluster")), "the pairs with the fourth stage no longer rise"
-    assert not any(s.rises for r in ("10_cluster_3_stages", "10_four_stages") for s in st("10_bf16_c", r)), \
-        "the pairs or the fourth stage alone now rise"
-    assert all(s.falls for s in st("10_bf16_c", "10_grouped")), "the grouped order no longer costs right after bf16 C"
+    for r in ("10_cluster_3_stages", "10_four_stages"):
+        assert not all(s.rises for s in st("10_bf16_c", r)), f"{r} alone now rises at both sizes"
+        assert all(s.rises for s in st(r, "10_cluster")), f"both together no longer beat {r} alone"
+    grouped, last = st("10_bf16_c", "10_grouped"), st("10_tma_store", FINAL)
+    assert all(last[i].factor > grouped[i].factor for i in range(len(SIZES))), \
+        "the grouped order no longer pays more with pairs than right after bf16 C"
+    assert grouped[0].falls, "the grouped order no longer costs right after bf16 C at 4096"
     assert st("10_tma_store", FINAL)[1].rises, "the grouped order no longer rises as the last step at 8192"
     path = MAIN[MAIN.index("09_setmaxnreg"):MAIN.index(FINAL) + 1]
-    assert all(s.rises for a, b in zip(path, path[1:]) for s in st(a, b)), "a step of chapter 10's path is not rising"
+    short = {(b, n) for a, b in zip(path, path[1:]) for n, s in zip(SIZES, st(a, b)) if not s.rises}
+    assert short <= {("10_tma_store", 8192)}, f"a step of chapter 10's path is not rising: {sorted(short)}"
+    assert not st("10_cluster", "10_tma_store")[1].falls, "the TMA store now costs at 8192"
     ratios = [_row(data, FINAL, n).ratio for n in SIZES]
     assert all(0.97 <= v < 1 for v in ratios), f"the final rung is no longer level with cuBLAS and behind it: {ratios}"
     assert all(v < rung(FINAL).target[0] for v in ratios), "the final rung now meets the registry's target"

@@ -109,7 +109,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("source", ("csource", "facts")),                                     # the kernels' C text, no compile
     ("build", ("compiler",)),                                             # NVRTC, ptxas, SASS
     ("run", ("gpu", "tma", "kernel", "tiles", "launch")),                 # the device, a kernel, one launch
-    ("measure", ("correctness", "cublas", "timing", "probes", "ncu")),    # check, time, profile a launch
+    ("measure", ("correctness", "cublas", "timing", "probes", "ncu", "sites")),  # check, time, profile a launch
     ("store", ("results", "store")),                                      # the results file and obtain()
     ("models", ("models", "fp8")),                                        # CPU models the chapters teach with
     ("text", ("tables", "status", "listing", "prose")),                   # what a reader reads: tables, banner, code, sentences

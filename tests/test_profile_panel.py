@@ -161,8 +161,13 @@ def test_limit_of_says_what_the_entry_says(rid, n):
     e, got = _recorded(rid, n), limit_of(rid, n)
     top = max(e["stall_reasons"], key=e["stall_reasons"].get)
     roof = _path_roof(rid)
+    roofs, nearest, sites = got.pop("roofs"), got.pop("nearest"), got.pop("sites")
     assert got == {"top_stall": top, "top_share": e["stall_reasons"][top],
                    "pipe": "FMA" if e["pipe"] == "fma" else "tensor",
                    "pipe_pct": e["fma_pipe_pct"] if e["pipe"] == "fma" else e["tensor_active_pct"],
                    "l2_fraction_of_roof": pytest.approx(e["l2_tbps"] / _ceiling(roof)), "roof": roof}
+    # every roof the rung runs against, the nearest the largest; HBM is DRAM bytes per second against the copy probe
+    assert roofs[nearest] == max(roofs.values()) and len(roofs) == 4, roofs
+    assert roofs["HBM copy roof"] == pytest.approx(e["dram_bytes"] / e["duration_us"] / 1e6 / _ceiling("hbm_copy"))
+    assert sites is None or sites["sites"][0]["share"] == max(s["share"] for s in sites["sites"])
 

@@ -11,14 +11,16 @@ from ..ceilings import recorded_ceilings
 from ..hardware import SMS
 from ..ladder import recorded_entry
 from ..store import NotRecorded
-from ..profile import SECTION, key
+from ..profile import SECTION, SITES, key
 from ..registry import rung
+from ..sites import phrase
 from .common import clean
 
 RUNG_COLOUR, BEFORE_COLOUR = "tab:blue", "0.62"   # the rung taught, the rung before it
 TOP = 5                                           # stall reasons kept per rung; the rest are summed as "other"
 ROOFS = {"l2_read": "LDG", "tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast"}  # each load path's ceiling
 FONT = 8.5
+NEAR = 0.5  # a roof under half used is not what binds: the sentence says the rung is near none
 
 
 def recorded_profile(rung_id: str, n: int) -> dict:
@@ -55,14 +57,42 @@ def _pipe(e: dict) -> tuple[str, float]:
 
 def limit_of(rung_id: str, n: int) -> dict:
     """What the recorded profile says binds rung_id at N: its top stall reason and that reason's share of the stalled
-    samples, its math pipe and how busy it is (% of peak), and L2 -> SM bytes per second as a fraction of the roof
-    of its own load path (`roof`, a ceiling id). Unrounded: the prose rounds."""
+    samples, its math pipe and how busy it is (% of peak), L2 -> SM bytes per second as a fraction of the roof of its
+    own load path (`roof`, a ceiling id); `roofs`: the fraction of every roof it runs against (its math pipe, its L2
+    load path, HBM: DRAM bytes read and written per second against the copy probe, the shared-memory port: reads
+    plus TMA fills of 128 B a clock), `nearest` the largest of them; and `sites`, where the warps wait (the recorded
+    stall sites, helpers.sites; None where never recorded). Unrounded: the prose rounds."""
     e = recorded_profile(rung_id, n)
     top, share = max(e["stall_reasons"].items(), key=lambda kv: kv[1])
     pipe, pct = _pipe(e)
     roof = _roof(rung_id, e)
-    return {"top_stall": top, "top_share": share, "pipe": pipe, "pipe_pct": pct,
-            "l2_fraction_of_roof": e["l2_tbps"] / recorded_ceilings()[roof].value, "roof": roof}
+    ceilings = recorded_ceilings()
+    l2 = e["l2_tbps"] / ceilings[roof].value
+    roofs = {f"{pipe} pipe": pct / 100, f"{ROOFS[roof]} roof from L2": l2}
+    if e.get("dram_bytes") is not None and e.get("duration_us") and "hbm_copy" in ceilings:
+        roofs["HBM copy roof"] = e["dram_bytes"] / (e["duration_us"] * 1e-6) / 1e12 / ceilings["hbm_copy"].value
+    smem = port_of(rung_id, n).get("smem_port_pct")
+    if smem is not None:
+        roofs["shared-memory port"] = smem / 100
+    try:
+        sites = recorded_entry(SITES, key(rung_id, n))
+    except NotRecorded:
+        sites = None
+    return {"top_stall": top, "top_share": share, "pipe": pipe, "pipe_pct": pct, "l2_fraction_of_roof": l2,
+            "roof": roof, "roofs": roofs, "nearest": max(roofs, key=roofs.get), "sites": sites}
+
+
+def port_of(rung_id: str, n: int) -> dict:
+    """The shared-memory port figures (helpers.profile.port) of the recorded profile, its raw metrics read from their
+    own file; {} where they were not kept."""
+    from .. import results
+    from ..profile import port
+    e = recorded_profile(rung_id, n)
+    try:
+        raw = results.metrics(SECTION, key(rung_id, n))
+    except (OSError, KeyError, results.ResultsError):
+        return {}
+    return port({**e, **raw})
 
 
 def _stall_rows(entries: list[dict]) -> list[str]:
@@ -164,6 +194,13 @@ def limit_sentence(rung_id: str, n: int) -> str:
     hold the prose to the recorded profile word for word."""
     x, e = limit_of(rung_id, n), recorded_profile(rung_id, n)
     path = {"tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast", "l2_read": "LDG/cp.async"}[x["roof"]]
-    return (f"Nsight Compute on {rung_id} at N = {n} (run {e['run']}): the top stall is `{x['top_stall']}` "
+    text = (f"Nsight Compute on {rung_id} at N = {n} (run {e['run']}): the top stall is `{x['top_stall']}` "
             f"({x['top_share']:.0%} of the sampled stalls), the {x['pipe']} pipe is busy {x['pipe_pct']:.0f}% of the "
             f"time, and L2 delivers {e['l2_tbps']:.2f} TB/s, {x['l2_fraction_of_roof']:.0%} of the {path} roof.")
+    if x["sites"] and x["sites"]["sites"]:
+        text += " The warps wait longest at " + ", then ".join(phrase(s) for s in x["sites"]["sites"][:2]) + "."
+    near, roofs = x["nearest"], x["roofs"]
+    others = ", ".join(f"{name} {v:.0%}" for name, v in sorted(roofs.items(), key=lambda kv: -kv[1]) if name != near)
+    if roofs[near] < NEAR:
+        return text + f" It is near none of the roofs it runs against: the nearest, the {near}, at {roofs[near]:.0%}."
+    return text + f" Of the roofs it runs against, the nearest is the {near} at {roofs[near]:.0%} ({others})."
