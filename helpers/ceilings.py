@@ -49,6 +49,12 @@ CEILINGS = {
     "sm_clock_bf16_load": ("SM clock under cuBLAS BF16 load", "MHz", lambda: _clock_of("cublas_bf16_8192_back_to_back")),
     "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
 }
+# Ceilings measured under load held for a second or more (helpers.probes: hold, the wgmma probes' long batches): NVML's
+# clock and power, sampled meanwhile, describe that run. Every other ceiling is timed in ~2 ms bursts, where NVML's
+# clock is a stale sample (Nsight Compute's elapsed-cycle rate read up to 10% lower on such kernels), so it is shown
+# as a sample.
+HELD = {"hgmma_peak", "hgmma_peak_random", "hgmma_n128_random", "hgmma_n64_random", "qgmma_peak", "qgmma_peak_random",
+        "cublas_bf16_8192_back_to_back", "sm_clock_bf16_load", "sm_clock_fp32_load"}
 # Which probe a ceiling needs (for the GPU it can run on); cuBLAS runs anywhere.
 _PROBE_OF = {"tma_l2_gemm": "tma_l2_read", "hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak", "hgmma_n128_random": "hgmma_n128",
              "hgmma_n64_random": "hgmma_n64"}
@@ -67,7 +73,8 @@ class Ceiling:
     power_w: float | None = None
 
     def __str__(self) -> str:
-        held = (f", SM clock {self.sm_clock_mhz:,.0f} MHz" if self.sm_clock_mhz and self.unit != "MHz" else "") + \
+        clock = "SM clock" if self.id in HELD else "NVML sample"
+        held = (f", {clock} {self.sm_clock_mhz:,.0f} MHz" if self.sm_clock_mhz and self.unit != "MHz" else "") + \
                (f", {self.power_w:,.0f} W" if self.power_w else "")
         return f"{self.label}: {self.value:,.2f} {self.unit}  [{self.gpu}, {self.date}{held}]"
 

@@ -101,9 +101,9 @@ KEYS = {
     "smem_tbps, smem_pipe_pct": "bytes moved by shared-memory instructions (LDS/STS/LDSM/STSM, TB/s); the LSU "
                                 "data pipe's shared-memory wavefronts, % of one a clock: these count wgmma's operand "
                                 "reads too (a fixed fraction of the tensor pipe in every wgmma build)",
-    "smem_read_pct, smem_fill_pct, smem_port_pct": "the shared-memory port (128 B per SM clock) as a roof: its "
-                                                   "reads (smem_pipe_pct), TMA's fills (TMA bytes per SM clock / "
-                                                   "128) and the two together, % of the port",
+    "smem_read_pct, smem_fill_pct, smem_port_pct": "shared memory's load, % of 128 B per SM clock: its reads "
+                                                   "(smem_pipe_pct; a roof), TMA's fills (TMA bytes per SM clock / "
+                                                   "128) and the two together (a load, not a roof)",
     "stall_sites, stall_sites_run": "the top SASS instructions the warps were stalled at (tools/stall_sites.py: "
                                     "address, opcode, kind, share of all stall samples, leading reasons), and "
                                     "the run that took them; None where never recorded",
@@ -302,13 +302,16 @@ SITES = "stall_sites"  # the section tools/stall_sites.py records (helpers.sites
 
 
 def port(entry: dict) -> dict:
-    """The shared-memory port of one SM, 128 B a clock, as a roof: what reads it and what fills it, in % of it.
+    """Shared memory's load in one SM, in % of 128 B a clock (one wavefront): what reads it and what fills it.
+    Reads against 128 B a clock are a roof (chapter 00's m64n64 wgmma probe reads that much at 97% of the m64n256
+    rate); reads plus fills are not: a probe of wgmmas beside TMA fills (chapter 07 quotes it) moved more than 128 B a clock
+    of the two through one SM, the fills costing the tensor pipe a few points whatever the operand reads.
     - smem_read_pct: the LSU data pipe's shared-memory wavefronts (smem_pipe_pct). It counts wgmma's operand reads
       besides LDS/STS/LDSM/STSM and cp.async's writes: in every wgmma build it is a fixed fraction of the tensor pipe
       (0.625 for m64n256k16 with A and B from shared memory: 80 of 128 B a clock at full tensor rate).
     - smem_fill_pct: TMA bytes that landed in this SM's shared memory (L2 -> SM, op_tma_ld: a multicast box counts
       at each receiver) per SM clock, of 128 B: (bytes per SM) / (duration x SM clock) / 128.
-    - smem_port_pct: the two together, the port's load. None where a metric was not collected."""
+    - smem_port_pct: the two together (a load, not a roof: see above). None where a metric was not collected."""
     raw = entry.get("raw") or {}
     read = entry.get("smem_pipe_pct")
     tma = raw.get("l1tex__m_xbar2l1tex_read_bytes_mem_global_op_tma_ld.avg")

@@ -47,7 +47,8 @@ class Timing:
     batch: int
     flops: float = 0.0
     sm_clock_mhz: float | None = None   # median of NVML samples taken while this contender's batches ran
-    power_w: float | None = None        # (bursts of ~2 ms behind an idle spin: the clock rarely sags there)
+    power_w: float | None = None        # (bursts of ~2 ms: a stale sample, often the boost clock; Nsight Compute's
+                                        # elapsed-cycle rate is the clock a kernel ran at)
     host_us: float | None = None        # host time to queue one launch: stated apart, never inside `ms`
 
     @property

@@ -356,3 +356,75 @@ def test_chapter_10_ping_pong_would_load_within_a_tenth_of_both_roofs(data):
         f"{land:.2f} / {mc['value']:.2f}"
     assert mc["detail"]["supplied by L2, TB/s"] < tma["value"]
     assert tbs(now["requested"], c["BM"]) < tma["value"] and tbs(now["landed"], c["BM"]) < mc["value"]
+
+
+CLUSTER_WAIT = "barrier.cluster.wait, the cluster barrier"
+DEPBAR = "wgmma.wait_group, waiting for its own wgmmas"
+WAIT_LOOP = "mbarrier.try_wait loop, spinning on a ring slot"
+
+
+def test_chapter_10_the_barrier_stalls_are_idle_producer_warps_and_wgmma_waits(data):
+    """Issue "counters", item A: the final rung's `barrier` is read by site. In every rung with pairs (10_cluster,
+    10_tma_store, the final rung) at 4096 and 8192 the top site is the closing cluster barrier, at the share of the
+    producer warps that issue nothing (3 of a CTA's 12 warps), and the next is WARPGROUP.DEPBAR (the consumers waiting
+    for their own wgmmas), not a BAR.SYNC. The kernel compiles that barrier only for pairs, after every role's work."""
+    from helpers.figures.profile import limit_of
+    from helpers.hardware import WARP, WARPGROUP
+    from helpers.registry import rung
+    from helpers.compiler import build
+    c = build(rung(FINAL)).consts
+    idle = (WARPGROUP // WARP - 1) / (c["THREADS"] // WARP)
+    assert idle == 0.25
+    for who in ("10_cluster", "10_tma_store", FINAL):
+        for n in SIZES:
+            sites = limit_of(who, n)["sites"]["sites"]
+            assert sites[0]["kind"] == CLUSTER_WAIT and abs(sites[0]["share"] - idle) < 0.02, \
+                f"{who} at N={n}: the cluster barrier is no longer the idle producer warps' share ({sites[0]})"
+            assert sites[1]["kind"] == DEPBAR and sites[1]["share"] > 0.15, \
+                f"{who} at N={n}: the second site is no longer the consumers' wgmma.wait_group ({sites[1]})"
+            assert not any(s["kind"].startswith("bar.sync") for s in sites[:3]), f"{who} at N={n}: a BAR.SYNC leads"
+    src = (ROOT / "kernels" / "10_beyond_cublas.cu").read_text()
+    tail = src[src.rindex("No CTA leaves while its partner"):]
+    assert "if constexpr (CLUSTER > 1)" in tail and "barrier_cluster_sync();" in tail, \
+        "the closing cluster barrier is no longer compiled for pairs only"
+
+
+def test_chapter_10_long_scoreboard_is_the_mbarrier_wait_in_the_row_by_row_kernel(data):
+    """Issue "counters", item 6 (c60): in 10_bf16_c (the grouped kernel's neighbour; 10_grouped has no sites) the
+    top stall `long_scoreboard` is warps polling mbarriers: the top site is the branch closing a try_wait loop, and
+    the loops hold most of the top share."""
+    from helpers.figures.profile import limit_of
+    from helpers.sites import by_kind
+    b = limit_of("10_bf16_c", 8192)
+    assert b["top_stall"] == "long_scoreboard" and b["sites"]["sites"][0]["kind"] == WAIT_LOOP
+    assert by_kind(b["sites"])[WAIT_LOOP] > 0.5 * b["top_share"], "the mbarrier wait loops no longer dominate"
+
+
+def test_chapter_10_reads_and_fills_at_the_final_rung_and_the_default_cublas_row(data):
+    """Issue "counters", item B: at the tensor peak the cooperative 128 x 256 tile's wgmmas read 80 B a clock and its
+    stages land 48, together 128 B, one wavefront; the final rung's read counter is wgmma's 80/128 of its tensor pipe,
+    and its fills sit close to the ceiling experiments/smem_port measured for that many fills (which also moved more
+    than 128 B a clock of reads and fills: not one port). The Nsight Compute row of cuBLAS is the default kernel
+    (cupy.matmul), which at 8192 is not the kernel the ratio divides by (item 6, c56)."""
+    from experiments import smem_port
+    from helpers.figures.profile import limit_of, port_of
+    from helpers.hardware import SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK
+    from helpers.registry import rung
+    from helpers.compiler import build
+    c = build(rung(FINAL)).consts
+    reads = TENSOR_FLOP_PER_CLK * (64 + c["WGMMA_N"]) / (64 * c["WGMMA_N"])
+    fills = TENSOR_FLOP_PER_CLK * (c["BM"] + c["BN"]) / (c["BM"] * c["BN"])
+    assert (reads, fills) == (80, 48) and reads + fills == SMEM_BYTES_PER_CLK
+    f, port = limit_of(FINAL, 8192), port_of(FINAL, 8192)
+    assert abs(port["smem_read_pct"] / f["pipe_pct"] - reads / SMEM_BYTES_PER_CLK) < 0.02, \
+        "the read counter is no longer wgmma's operand reads"
+    assert smem_port.port_roof() > SMEM_BYTES_PER_CLK, "the probe no longer moves more than one wavefront a clock"
+    near = smem_port.with_fills(port["smem_fill_pct"] / 100 * SMEM_BYTES_PER_CLK)
+    assert near["tensor_busy"] - f["pipe_pct"] / 100 <= 0.05, "the final rung is no longer close to the fills' ceiling"
+    from tools import l2_schedule
+    assert "cp.matmul" in l2_schedule.CUBLAS  # the table's cuBLAS row is the default kernel
+    ref = data["gemm"][results.gemm_key(FINAL, 8192, 8192, 8192)]["cublas_ref"]
+    kernel = _l2(data, "cublas", 8192, "kernel")
+    if not ref.startswith("cupy.matmul"):
+        assert kernel not in data["crosscheck"][f"{FINAL}@8192"]["cublas_kernels"], \
+            "the profiled default kernel is now the ratio's contender: chapter 10 says otherwise"

@@ -77,6 +77,17 @@ def test_at_2048_the_pairs_take_longer_and_stall_more_at_barriers(data):
     assert max(e["dram_read_bytes"] for e in (one, two)) < 10e6, "at N = 2048 the operands no longer stay in L2"
     assert two["stall_reasons"]["barrier"] > one["stall_reasons"]["barrier"], \
         "at N = 2048 the pairs no longer stall more at barriers"
+    # Issue "counters", item A (c70): the solo launch has no cluster barrier, so its 3 idle producer warps of 12 exit;
+    # in pairs they wait at it. Those warps alone, sampled like the 9 others, account for the pairs' extra barrier
+    # share and their lower issuing share: the barrier share says nothing of a CTA waiting for its partner.
+    idle, work = 3, 9
+    stalled = (1 - one["issuing_share"]) * work
+    pred_b = (one["stall_reasons"]["barrier"] * stalled + idle) / (stalled + idle)
+    pred_i = one["issuing_share"] * work / (work + idle)
+    assert two["stall_reasons"]["barrier"] <= pred_b + 0.02, \
+        "the idle producer warps no longer account for the pairs' extra barrier share at N = 2048"
+    assert abs(two["issuing_share"] - pred_i) < 0.01, "the pairs' issuing share no longer fits three more idle warps"
+    assert one["cluster"] == 1 and two["cluster"] == 2
 
 
 def _pingpong():
@@ -347,3 +358,27 @@ def test_the_summary_holds(data):
     ratios = [_row(data, FINAL, n).ratio for n in SIZES]
     assert all(0.97 <= v < 1 for v in ratios), f"the final rung is no longer level with cuBLAS and behind it: {ratios}"
     assert all(v < rung(FINAL).target[0] for v in ratios), "the final rung now meets the registry's target"
+
+
+def test_reads_and_fills_are_not_one_port_and_do_not_explain_ping_pong():
+    """Issue "counters", item B: at the tensor peak the cooperative tile reads 80 and lands 48 B a clock, ping-pong's
+    64 x 256 tile and the 128 x 128 tile 160; one port of 128 B a clock would cap those near 80%. The probe
+    (experiments/smem_port) moved more than 128 B a clock of reads and fills and kept its two warpgroups over 90%
+    busy with about ping-pong's fills, far above the lone warpgroup's k loop; the wgmma_issue probe lands no fills."""
+    from experiments import smem_port
+    from helpers.hardware import SMEM_BYTES_PER_CLK, TENSOR_FLOP_PER_CLK
+    from helpers.registry import ROOT
+    pp, rec = _pingpong()
+    reads = lambda n: TENSOR_FLOP_PER_CLK * (64 + n) / (64 * n)  # noqa: E731
+    fills = lambda bm, bn: TENSOR_FLOP_PER_CLK * (bm + bn) / (bm * bn)  # noqa: E731
+    assert reads(256) + fills(128, 256) == SMEM_BYTES_PER_CLK == 128
+    assert reads(256) + fills(64, 256) == reads(128) + fills(128, 128) == 160
+    assert pp.phases("ping-pong, 5 stages")["tile"] == (64, 256)
+    assert pp.phases("ping-pong, 128 x 128", rec, "square")["tile"] == (128, 128)
+    assert smem_port.port_roof() > SMEM_BYTES_PER_CLK, "the probe no longer moves more than one wavefront a clock"
+    near = smem_port.with_fills(fills(64, 256))
+    lone = pp.phases("one consumer, 64 x 256", rec, "single")["pipe"]
+    assert near["tensor_busy"] > 0.9 and near["tensor_busy"] > lone + 0.03, \
+        "the probe beside ping-pong's fills no longer keeps the pipe well above the lone consumer's k loop"
+    src = (ROOT / "experiments" / "wgmma_issue" / "wgmma_issue.cu").read_text()
+    assert "cp.async.bulk" not in src and "tma_load" not in src, "the wgmma_issue probe now lands TMA fills"

@@ -284,3 +284,45 @@ def test_chapter_12_quotes_chapter_10s_one_consumer_control():
     from experiments.pingpong import phases as pingpong_phases
     one, two = (pingpong_phases(x, None, "single")["pipe"] for x in ("one consumer, 64 x 256", "cooperative"))
     assert one < two, "one issuing warpgroup now keeps the pipe as busy as two"
+
+
+def test_chapter_12_the_gap_to_promoted_cublaslt_is_tile_and_adds():
+    """Issue "counters", item 6 (c59): against cuBLASLt's promoted mode the unpromoted 128 x 128 tile is within 3% at
+    4096 but not at 8192 (about 0.89 on the H200), so "the rest of the gap is our adds" holds at 4096 only; and
+    cuBLASLt's promoted winners include a tile other than 128 x 128 (it did not meet the register limit our way only)."""
+    from experiments.fp8_promoted import LT_PROMOTED, record as promoted_record
+    rec = promoted_record()
+    t = {tuple(r["shape"]): r["12_fp8, 128 x 128"]["tflops"] / r["cublas_groups"][LT_PROMOTED]["tflops"]
+         for r in rec["time"]}
+    assert t[(4096,) * 3] >= 0.97, "at 4096 the tile without promotion is no longer within 3% of promoted cuBLASLt"
+    assert t[(8192,) * 3] < 0.97, "at 8192 the tile alone now comes within 3%: the gap would be the adds after all"
+    tiles = {re.search(r"tile (\d+)x(\d+), cluster", r["cublas_groups"][LT_PROMOTED]["label"]).groups()
+             for r in rec["time"]}
+    assert any(x != ("128", "128") for x in tiles), "cuBLASLt's promoted winners are now all 128 x 128"
+
+
+def test_chapter_12_crosscheck_gap_is_a_cost_per_launch(data):
+    """Issue "counters", item 6 (c35): the microseconds Nsight Compute adds to a rung-12 launch barely grow from 4096 to
+    8192 (a launch ~7.6 times as long), so the 4096 gap is a cost per launch, not a share of it."""
+    cc = {n: data["crosscheck"][f"{FP8}@{n}"] for n in (4096, 8192)}
+    extra = {n: e["ncu_kernel_ms"] - e["harness_kernel_ms"] for n, e in cc.items()}
+    assert all(v > 0 for v in extra.values()) and extra[8192] < 2 * extra[4096], \
+        f"the extra time under Nsight Compute now grows with the launch: {extra}"
+
+
+def test_chapter_12_barrier_is_idle_producers_and_wgmma_waits(data):
+    """Issue "counters", item A for rung 12: the top site is the closing cluster barrier at the idle producer warps'
+    share (3 of 12), then WARPGROUP.DEPBAR; at the FP8 peak the wgmmas read 80 B a clock and the stages land 48, as in
+    rung 10."""
+    from helpers.compiler import build
+    from helpers.figures import limit_of
+    from helpers.hardware import FP8_RATE, TENSOR_FLOP_PER_CLK
+    from helpers.registry import rung
+    c = build(rung(FP8)).consts
+    for n in (4096, 8192):
+        sites = limit_of(FP8, n)["sites"]["sites"]
+        assert sites[0]["kind"] == "barrier.cluster.wait, the cluster barrier" and abs(sites[0]["share"] - 0.25) < 0.02
+        assert sites[1]["kind"] == "wgmma.wait_group, waiting for its own wgmmas"
+    peak = TENSOR_FLOP_PER_CLK * FP8_RATE
+    assert peak * (64 + c["WGMMA_N"]) / (2 * 64 * c["WGMMA_N"]) == 80
+    assert peak * (c["BM"] + c["BN"]) / (2 * c["BM"] * c["BN"]) == 48

@@ -59,8 +59,8 @@ def limit_of(rung_id: str, n: int) -> dict:
     """What the recorded profile says binds rung_id at N: its top stall reason and that reason's share of the stalled
     samples, its math pipe and how busy it is (% of peak), L2 -> SM bytes per second as a fraction of the roof of its
     own load path (`roof`, a ceiling id); `roofs`: the fraction of every roof it runs against (its math pipe, its L2
-    load path, HBM: DRAM bytes read and written per second against the copy probe, the shared-memory port: reads
-    plus TMA fills of 128 B a clock), `nearest` the largest of them; and `sites`, where the warps wait (the recorded
+    load path, HBM: DRAM bytes read and written per second against the copy probe, the shared-memory read port: its
+    LSU wavefronts, 128 B a clock), `nearest` the largest of them; and `sites`, where the warps wait (the recorded
     stall sites, helpers.sites; None where never recorded). Unrounded: the prose rounds."""
     e = recorded_profile(rung_id, n)
     top, share = max(e["stall_reasons"].items(), key=lambda kv: kv[1])
@@ -71,9 +71,12 @@ def limit_of(rung_id: str, n: int) -> dict:
     roofs = {f"{pipe} pipe": pct / 100, f"{ROOFS[roof]} roof from L2": l2}
     if e.get("dram_bytes") is not None and e.get("duration_us") and "hbm_copy" in ceilings:
         roofs["HBM copy roof"] = e["dram_bytes"] / (e["duration_us"] * 1e-6) / 1e12 / ceilings["hbm_copy"].value
-    smem = port_of(rung_id, n).get("smem_port_pct")
-    if smem is not None:
-        roofs["shared-memory port"] = smem / 100
+    # Shared memory's read side: one 128-B wavefront a clock (chapter 00's m64n64 wgmma probe reads 128 B per tensor
+    # clock at 97% of the m64n256 rate). The TMA's fills are not on it: a probe of wgmmas beside fills (chapter 07)
+    # moved more than 128 B a clock of reads plus fills through one SM, the fills costing a few points of their own.
+    reads = port_of(rung_id, n).get("smem_read_pct")
+    if reads is not None:
+        roofs["shared-memory read port"] = reads / 100
     try:
         sites = recorded_entry(SITES, key(rung_id, n))
     except NotRecorded:
@@ -106,9 +109,9 @@ def _rates(e: dict, rid: str, ceilings: dict) -> list[tuple[float, str]]:
     """(% of roof, label on the bar) for each row of the throughput panel, in ROW order."""
     pipe, pct = _pipe(e)
     roof = ceilings[_roof(rid, e)].value
-    # Shared memory has no probe of its own (chapter 00 measures the paths into it and out of it to wgmma), so its
-    # row is Nsight Compute's busy share of the shared-memory data pipe, against the peak ncu knows: a counter
-    # that includes cp.async writes, TMA's and wgmma's reads, which instruction bytes alone would miss.
+    # Shared memory's row is Nsight Compute's busy share of the LSU data pipe's shared-memory wavefronts, against
+    # one 128-B wavefront a clock: it counts LDS/STS/LDSM/STSM, cp.async's writes and wgmma's operand reads, not the
+    # TMA's fills (port() adds those: limit_of's "shared-memory port").
     return [(pct, f"{_pct(pct)} {pipe}"), (100 * e["l2_tbps"] / roof, f"{e['l2_tbps']:.2f} TB/s"),
             (e["smem_pipe_pct"], _pct(e["smem_pipe_pct"])), (e["occupancy_pct"], _pct(e["occupancy_pct"]))]
 
