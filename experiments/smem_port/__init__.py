@@ -75,11 +75,17 @@ def table(rec: dict | None = None) -> None:
         first = next(iter(builds.values()))
         print(f"{grid}: {first['grid']} CTAs, one an SM")
         for name, e in builds.items():
-            port = e["operand_bytes_per_clk"] + e["fill_bytes_per_clk"]
-            versus = f"{e['vs_no_fill']:.3f} of no fill" if "vs_no_fill" in e else "no wgmma"
-            print(f"  {name:<20}{e['tensor_busy']:>7.1%} tensor ({versus}), {e['operand_bytes_per_clk']:5.1f} + "
-                  f"{e['fill_bytes_per_clk']:5.1f} = {port:5.1f} B/clk, {e['tflops']:6.1f} TFLOP/s, "
-                  f"fills {e['fill_tbs']:.2f} TB/s, {e['clock_mhz']:.0f} MHz")
+            print(line(name, e))
+
+
+def line(name: str, e: dict) -> str:
+    """One build's line: its rate, tensor share of each SM clock, and the bytes per SM clock it moved."""
+    port = e["operand_bytes_per_clk"] + e["fill_bytes_per_clk"]
+    versus = f"{e['vs_no_fill']:.3f} of no fill" if "vs_no_fill" in e else "no wgmma"
+    return (f"  {name:<20} {e['tflops']:7.1f} TFLOP/s (IQR {e['iqr'][0]:.1f}-{e['iqr'][1]:.1f}), tensor "
+            f"{e['tensor_busy']:6.1%} of each SM clock ({versus}), operands {e['operand_bytes_per_clk']:5.1f} + fills "
+            f"{e['fill_bytes_per_clk']:5.1f} = {port:5.1f} B/clk, fills {e['fill_tbs']:.2f} TB/s from L2, "
+            f"{e['clock_mhz']:.0f} MHz")
 
 
 def against(fill_pct: float, tensor_pct: float) -> str:

@@ -35,6 +35,7 @@ from helpers.launch import random_inputs  # noqa: E402
 from helpers.timing import time_gpu  # noqa: E402
 from helpers.tma import tensor_map_2d  # noqa: E402
 
+from . import line  # noqa: E402
 from .build import BUILDS, GRIDS, PROBE, RUNS, source_of  # noqa: E402
 
 RECORD = Path(__file__).with_name("record.json")
@@ -169,12 +170,7 @@ def measure(grid_name: str, fx: Fixture) -> dict:
 def show(grid_name: str, rows: dict) -> None:
     print(f"{grid_name} ({next(iter(rows.values()))['grid']} CTAs, one an SM)")
     for name, e in rows.items():
-        port = e["operand_bytes_per_clk"] + e["fill_bytes_per_clk"]
-        versus = f"{e['vs_no_fill']:.3f} of no fill" if "vs_no_fill" in e else "no wgmma"
-        print(f"  {name:<20} {e['tflops']:7.1f} TFLOP/s (IQR {e['iqr'][0]:.1f}-{e['iqr'][1]:.1f}), tensor "
-              f"{e['tensor_busy']:6.1%} of each SM clock ({versus}), "
-              f"operands {e['operand_bytes_per_clk']:5.1f} + fills {e['fill_bytes_per_clk']:5.1f} = {port:5.1f} B/clk, "
-              f"fills {e['fill_tbs']:.2f} TB/s from L2, {e['clock_mhz']:.0f} MHz", flush=True)
+        print(line(name, e), flush=True)
 
 
 def main() -> dict:
