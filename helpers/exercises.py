@@ -98,7 +98,8 @@ def _l2_cap(x: dict) -> float:
 def _ldmatrix_ceiling(x: dict) -> float:
     """Chapter 03: the unswizzled rung's shared-memory ceiling (TFLOP/s). One k tile's FLOP (its mma.sync) over
     the wavefronts of its ldmatrix.x4 (4 phases each, at the row-major layout's conflict degree) and its stores,
-    at the SM clock chapter 03 converts with (the recorded H100's highest)."""
+    at the highest SM clock (MAX_SM_CLOCK_HZ: the exercise's boost-clock napkin; chapter 03 then converts at the clock
+    Nsight Compute saw the kernel run at, lower under load)."""
     from .models import conflict_degree
     c = _consts("03_mma_sync")
     warps, steps = c["THREADS"] // WARP, c["BK"] // 16
@@ -177,9 +178,9 @@ PREDICTIONS = {
         "by the same schedulers as the HMMA; and every warp waits out its loads' latency."),
     ("03", 3): Prediction(
         _ldmatrix_ceiling, lambda: _rate("03_mma_sync"), "03_mma_sync at N=4096", "{:.1f} TFLOP/s", 0.2,
-        "the ceiling counts shared-memory wavefronts only. Each k tile's global loads are waited for in full before "
-        "its first ldmatrix, and with one block per SM nothing else runs meanwhile: that wait comes on top of the "
-        "wavefronts (chapter 05 overlaps it)."),
+        "the ceiling assumes the boost clock and the shared-memory pipe busy every cycle; under load the kernel runs "
+        "about a tenth slower (Nsight Compute's clock), and its warps wait most at the HMMAs for their fragments, "
+        "not for the global loads (long_scoreboard is a tenth of the stalls)."),
     ("06", 3): Prediction(
         _load_roof_speedup, lambda: _speedup("06_wgmma_wide", "06_wgmma_m64n64"),
         "06_wgmma_wide / 06_wgmma_m64n64 at N=4096", "{:.3f}x", 0.1,

@@ -12,8 +12,9 @@ KIB = 1024                     # bytes; what the CUDA documentation's "KB" of sh
 # ---- the chip -----------------------------------------------------------------------------------------------------
 
 # Datasheet, H100 SXM5: the boost clock at which its FP32 66.9 TFLOP/s is quoted; the recorded env's
-# "sm_clock_max_mhz", the highest SM clock nvidia-smi reports, says the same 1,980 MHz. The clock chapters 00, 03 and
-# 04 convert cycles and issue rates with; the tensor-core peak is quoted at TENSOR_BOOST_HZ instead.
+# "sm_clock_max_mhz", the highest SM clock nvidia-smi reports, says the same 1,980 MHz (H100 and H200). A napkin's
+# clock: measured cycles are converted at the clock Nsight Compute saw the kernel run at (its profile's
+# sm_clock_mhz), lower under load; the tensor-core peak is quoted at TENSOR_BOOST_HZ instead.
 MAX_SM_CLOCK_HZ = 1980 * 1e6
 
 SMS = 132                      # datasheet, H100 SXM5 and H200 SXM; equal to the recorded envs' "sms"

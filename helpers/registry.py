@@ -70,9 +70,10 @@ def _beyond(*sass: str) -> dict:
 # EPILOGUE = 0: neighbouring lanes swap a bf16 pair, then each stores 8 bytes (common/epilogue.cuh)
 _PAIRED = ("SHFL.BFLY", "STG.E.64")
 # Rung 10's narrower tiles at full waves, as fractions of its 128 x 256 tile's TFLOP/s (tools/tune.py records them at
-# N = 6144 and 12288, where all three tiles fill their waves alike; tests/test_claims.py holds these to that run).
-# Measured, not derived: no probe says which path binds them, and they move by a few points between machines; the
-# napkin picks the same tiles across the range the recorded runs measured.
+# N = 6144 and 12288, where all three tiles fill their waves alike). Set from the H100's run; the H200's run measured
+# both a few points higher (its "variants" section). Measured, not derived: no probe says which path binds them, and
+# they move by a few points between machines; any NARROW_RATE from 0.70 to 0.99 picks the same tiles at every size of
+# chapter 10's table (tests/test_conclusions_10a.py holds the pick to the recorded run).
 MID_RATE = 0.955    # 128 x 192: 25% more L2 and shared-memory bytes per FLOP than 128 x 256
 NARROW_RATE = 0.815  # 128 x 128: 50% more
 
