@@ -143,6 +143,12 @@ def test_chapter_02_prediction_and_measurement(data):
     lim = limit_of("02_wmma_smem", 4096)
     assert lim["pipe_pct"] < 50 and lim["l2_fraction_of_roof"] < 0.8, "the tensor pipe or L2 now binds 02_wmma_smem"
     assert _row(data, "03_mma_sync", 4096).tflops < t["02_wmma_smem", 4096], "rung 03 is no longer slower than 02"
+    paper = DENSE_BF16_FLOPS / FP32_FLOPS  # the datasheet's sixteen; the chapter renders the probes' ratio beside it
+    assert 8 <= hmma / ffma < 0.8 * paper, "the probes' mma.sync / FFMA ratio no longer sits well below sixteen"
+    p = recorded_profile("02_wmma_smem", 4096)
+    issue_active = p["issuing_share"] * p["occupancy_pct"] / 100 * 64 / 4  # a warp's issuing share x warps/scheduler
+    assert issue_active < 0.5 and lead[0][0] == "mio_throttle", \
+        "02_wmma_smem's binding limit is no longer the MIO queue with the issue slots mostly idle"
 
 
 def test_chapter_03_napkin_and_measurement(data):

@@ -236,3 +236,28 @@ def test_chapters_08_09_warps_wait_on_full_slots_and_the_port_is_level_with_the_
         port = port_of(rung_id, n)["smem_port_pct"]
         assert abs(port - lim["pipe_pct"]) < 3, \
             f"{rung_id}'s port ({port:.0f}%) is no longer level with its tensor pipe ({lim['pipe_pct']:.0f}%) at {n}"
+
+
+def test_chapter_09_spill_napkin_and_epilogue_sass():
+    """Chapter 09: the spilling 128 x 320 build's 170 KiB of shared memory rounds the carveout up to 196 KiB, leaving
+    60 KiB of the 256 KiB L1 array, less than its consumers' stack; the epilogue's R2URs under the 168 cap copy the
+    stores' memory descriptor (one register pair) into uniform registers, not the stores' addresses."""
+    import re
+    from helpers import build, chapter_rungs, rung
+    from helpers.hardware import KIB, SMEM_RESERVED_PER_BLOCK
+    _, spill, _ = chapter_rungs("09")
+    b = build(spill)
+    res = b.resources[spill.entry]
+    smem = b.consts["SMEM_BYTES"] + res.smem_static + SMEM_RESERVED_PER_BLOCK
+    carve = min(k * KIB for k in (0, 8, 16, 32, 64, 100, 132, 164, 196, 228) if k * KIB >= smem)
+    assert 256 * KIB - carve == 60 * KIB, "the spilling build no longer leaves 60 KiB of L1"
+    assert res.stack_bytes * b.consts["CONSUMERS"] * 128 > 256 * KIB - carve, "the consumers' stack now fits in L1"
+    sass = build(rung("08_same_tile")).sass().splitlines()
+    stg = [i for i, x in enumerate(sass) if "STG" in x]
+    sources = {m.group(1) for x in sass[stg[0]:stg[-1] + 1] for m in [re.search(r"R2UR\s+UR\d+,\s*(R\d+)", x)] if m}
+    assert len(sources) == 2, f"the epilogue's R2URs copy {sorted(sources)}, not one descriptor pair"
+    descs = {m.group(1) for x in build(rung("09_setmaxnreg")).sass().splitlines()
+             for m in [re.search(r"STG\S*\s+desc\[(UR\d+)\]", x)] if m}
+    assert len(descs) == 1, f"compiled against 240 the stores name {sorted(descs)}, not one descriptor"
+    text = _text("09_setmaxnreg.ipynb")
+    assert "memory descriptor" in text and "hangs." not in text.replace("by the ISA's rules hangs", "")
