@@ -26,6 +26,7 @@ import re
 
 ALL_SAMPLES = "Warp Stall Sampling (All Samples)"
 NOT_ISSUED = "Warp Stall Sampling (Not-issued Samples)"
+EXECUTED = "Instructions Executed"   # warp-level executions of the instruction, summed over the profiled launches
 TOP = 8              # sites kept per profile
 LOOP_WINDOW = 4      # instructions after a try_wait within which a branch is that wait loop's
 
@@ -50,6 +51,7 @@ KINDS = (
     (re.compile(r"^EXIT"), "exit"),
 )
 WAIT_LOOP = "mbarrier.try_wait loop, spinning on a ring slot"
+MMA = re.compile(r"^(HGMMA|QGMMA|IGMMA|HMMA|IMMA)")
 BARRIERS = re.compile(r"^(BAR\.|UCGABAR_|CGABAR|WARPGROUP\.DEPBAR)")
 
 
@@ -74,7 +76,8 @@ def _number(text: str) -> float:
 
 def parse_source_csv(stdout: str) -> list[dict]:
     """The SASS rows of `ncu --csv --page source --print-source sass` output, summed per address over every profiled
-    launch: [{"address", "sass", "samples", "not_issued", "reasons": {column: samples}}] in address order. A header
+    launch: [{"address", "sass", "samples", "not_issued", "executed", "reasons": {reason: samples}}] in address
+    order. A header
     row is one that names "Address" and "Source"; the rows under it that have its width are instructions."""
     rows = list(csv.reader(io.StringIO(stdout)))
     by_address: dict[str, dict] = {}
@@ -90,8 +93,9 @@ def parse_source_csv(stdout: str) -> list[dict]:
         if not address:
             continue
         site = by_address.setdefault(address, {"address": address, "sass": cells["Source"].strip(), "samples": 0.0,
-                                               "not_issued": 0.0, "reasons": {}})
+                                               "not_issued": 0.0, "executed": 0.0, "reasons": {}})
         site["samples"] += _number(cells.get(ALL_SAMPLES, ""))
+        site["executed"] += _number(cells.get(EXECUTED, ""))
         site["not_issued"] += _number(cells.get(NOT_ISSUED, ""))
         for column, text in cells.items():
             # stall_<reason> columns split the site's samples by reason; their "(Not Issued)" twins are subsets
@@ -104,35 +108,18 @@ def parse_source_csv(stdout: str) -> list[dict]:
                                                                                              s["address"]) else 0)
 
 
-def trimmed(stdout: str) -> str:
-    """The source page cut to what the sites are read from (address, text, samples, instructions executed, the
-    per-reason samples), only instructions that were sampled or executed: small enough to keep beside the run
-    (results/<gpu>/sites/), so the sites can be read again, or read otherwise, with no GPU."""
-    keep_column = lambda c: c in ("Address", "Source", ALL_SAMPLES, NOT_ISSUED, "Instructions Executed") or (  # noqa: E731
-        c.startswith("stall_") and not c.endswith("(Not Issued)"))
-    out, header, index = [], None, []
-    for row in csv.reader(io.StringIO(stdout)):
-        if "Address" in row and "Source" in row:
-            header, index = row, [i for i, c in enumerate(row) if keep_column(c)]
-            out.append([row[i] for i in index])
-        elif header is not None and len(row) == len(header):
-            cells = [row[i] for i in index]
-            if any(c not in ("", "0") for c in cells[2:]):
-                out.append(cells)
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(out)
-    return buf.getvalue()
-
-
 def stall_sites(instructions: list[dict], top: int = TOP) -> dict:
-    """{"total_samples", "sites": the `top` instructions by samples, each with its share of all samples, opcode, kind
-    and its leading reasons}; an empty list when nothing was sampled. "All samples" are every sampled warp, the
+    """{"total_samples", "mma_executed", "sites": the `top` instructions by samples, each with its share of all
+    samples, opcode, kind, leading reasons and how often it ran}; no sites when nothing was sampled. mma_executed is
+    how often the first tensor-core instruction ran (once per warp and k step for a k loop's first wgmma), so a
+    site that ran as often sits in the k loop, once per warp and k tile. "All samples" are every sampled warp, the
     ones issuing too (reason "selected"): a share is of the warps' time, and `reasons` says how much of a site's
     share was waiting."""
     total = sum(s["samples"] for s in instructions)
-    if total <= 0:
-        return {"total_samples": 0, "sites": []}
     ops = [opcode(s["sass"]) for s in instructions]
+    mma = next((s["executed"] for s, op in zip(instructions, ops) if MMA.match(op)), None)
+    if total <= 0:
+        return {"total_samples": 0, "mma_executed": mma, "sites": []}
     sites = []
     for i in sorted(range(len(instructions)), key=lambda j: -instructions[j]["samples"])[:top]:
         s, op = instructions[i], ops[i]
@@ -147,9 +134,9 @@ def stall_sites(instructions: list[dict], top: int = TOP) -> dict:
             # the barrier's samples land a few instructions after it
             kind = f"{kind_of(barrier)}, sampled a few instructions after it"
         sites.append({"address": s["address"], "sass": s["sass"], "opcode": op, "kind": kind,
-                      "share": round(s["samples"] / total, 4),
+                      "share": round(s["samples"] / total, 4), "executed": s["executed"],
                       "reasons": {name: round(v / s["samples"], 3) for name, v in reasons} if s["samples"] else {}})
-    return {"total_samples": int(total), "sites": sites}
+    return {"total_samples": int(total), "mma_executed": mma, "sites": sites}
 
 
 def by_kind(entry: dict) -> dict[str, float]:

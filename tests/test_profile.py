@@ -389,25 +389,28 @@ def test_stall_sites_read_the_source_page_and_name_the_waits():
     mbarrier try_wait is that wait loop; barrier samples on the instruction after a BAR.SYNC are the barrier's; shares
     sum over all samples."""
     from helpers.sites import by_kind, parse_source_csv, stall_sites
-    head = '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","stall_barrier"\n'
-    body = ('"00007f00","WARPGROUP.DEPBAR.LE gsb0, 0x0","30","20","30"\n'
-            '"00007f10","SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x8], R3","5","5","0"\n'
-            '"00007f20","@!P0 BRA 0x7f10","10","9","0"\n'
-            '"00007f30","BAR.SYNC.DEFER_BLOCKING 0x0","1","1","1"\n'
-            '"00007f40","BSSY B0, 0x7f90","4","4","4"\n')
+    head = '"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","stall_barrier",' \
+        '"Instructions Executed"\n'
+    body = ('"00007ef0","HGMMA.64x256x16.F32.BF16 R24, gdesc[UR12], R24","0","0","0","16"\n'
+            '"00007f00","WARPGROUP.DEPBAR.LE gsb0, 0x0","30","20","30","16"\n'
+            '"00007f10","SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4+0x8], R3","5","5","0","16"\n'
+            '"00007f20","@!P0 BRA 0x7f10","10","9","0","16"\n'
+            '"00007f30","BAR.SYNC.DEFER_BLOCKING 0x0","1","1","1","2"\n'
+            '"00007f40","BSSY B0, 0x7f90","4","4","4","2"\n')
     launch = '"Kernel Name","gemm"\n' + head + body
     rows = parse_source_csv("==PROF== noise\n" + launch + launch)
-    assert [r["samples"] for r in rows] == [60, 10, 20, 2, 8]
+    assert [r["samples"] for r in rows] == [0, 60, 10, 20, 2, 8]
     got = stall_sites(rows)
     assert got["total_samples"] == 100
     kinds = [(s["opcode"], s["kind"].split(",")[0], s["share"]) for s in got["sites"]]
     assert kinds[0] == ("WARPGROUP.DEPBAR.LE", "wgmma.wait_group", 0.6), kinds
     assert kinds[1][0] == "BRA" and kinds[1][1].startswith("mbarrier.try_wait loop"), kinds
+    assert got["mma_executed"] == 32 and got["sites"][1]["executed"] == 32  # the loop runs once per k step
     assert got["sites"][0]["reasons"] == {"barrier": 1.0}
     bssy = next(s for s in got["sites"] if s["opcode"] == "BSSY")
     assert bssy["kind"].startswith("bar.sync") and "after it" in bssy["kind"], bssy
     assert abs(sum(by_kind(got).values()) - 1) < 1e-9
-    assert stall_sites([]) == {"total_samples": 0, "sites": []}
+    assert stall_sites([]) == {"total_samples": 0, "mma_executed": None, "sites": []}
 
 
 def test_the_shared_memory_port_adds_operand_reads_and_tma_fills():

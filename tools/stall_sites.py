@@ -4,9 +4,9 @@ profile of the same rung and size as `stall_sites`).
 
     python3 -m tools.stall_sites [RUNG ...] [--n N ...] [--save DIR]
         (GPU host, ncu on PATH; default: every main-path rung, the Hopper ones first, at N = 4096 and 8192;
-         each source page, cut to the sampled instructions, is kept as results/<gpu>/sites/<rung>@<N>.csv.gz;
-        --save DIR keeps ncu's whole output as DIR/<rung>@<N>.csv too)
-    python3 -m tools.stall_sites --reread    (anywhere: read the kept pages again into the recorded entries)
+         --save DIR keeps ncu's whole output as DIR/<rung>@<N>.csv: ci/gpu.sh keeps them in its logs, outside the
+        repository; the recorded entries hold what is read from them)
+    python3 -m tools.stall_sites --reread DIR   (anywhere: read a run's saved pages again into its recorded entries)
 
 The launch is the profile's own (helpers.ncu's CHILD: the rung prepared as check() and bench() prepare it, warmed
 up, then LAUNCHES launches inside an NVTX range), under `--clock-control none --cache-control none` as every
@@ -15,14 +15,13 @@ profile here, with only the SourceCounters section: PC sampling, one pass per la
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
 from pathlib import Path
 
-from helpers import device, results
+from helpers import results
 from helpers.ncu import CHILD, LAUNCHES, RANGE, SLOW_MS, TIMEOUT_S, ncu_path, ncu_version, run_ncu, tail_of
 from helpers.registry import MAIN, rung
-from helpers.sites import parse_source_csv, sentence, stall_sites, trimmed
+from helpers.sites import parse_source_csv, sentence, stall_sites
 from helpers.store import obtain
 
 SECTION = "stall_sites"
@@ -36,20 +35,12 @@ def command(rung_id: str, n: int) -> list[str]:
             sys.executable, "-c", CHILD, rung_id, str(n), str(LAUNCHES), str(SLOW_MS), RANGE, "{}"]
 
 
-def page_path(key: str, run_file: Path | None = None) -> Path:
-    """Where a recorded entry's source page is kept: sites/<rung>@<N>.csv.gz beside the run file."""
-    return (run_file or results.path_for()).parent / "sites" / f"{key}.csv.gz"
-
-
 def collect(rung_id: str, n: int, save: Path | None) -> dict:
     cmd = command(rung_id, n)
     out, err = run_ncu(cmd, TIMEOUT_S)
     if save:
         save.mkdir(parents=True, exist_ok=True)
         (save / f"{rung_id}@{n}.csv").write_text(out + ("\n#stderr\n" + err if err.strip() else ""))
-    page = page_path(f"{rung_id}@{n}", results.path_for(device().slug))
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_bytes(gzip.compress(trimmed(out).encode(), mtime=0))
     instructions = parse_source_csv(out)
     if not instructions:
         raise RuntimeError(f"Nsight Compute printed no SASS source page for {rung_id} at N={n}; the end of its "
@@ -69,16 +60,17 @@ def order(rungs) -> list[str]:
                                         if r in MAIN else 99))
 
 
-def reread(run_file: Path) -> int:
-    """Read every recorded entry's sites again from its kept source page (after a change to helpers.sites), keeping
-    the entry's run, GPU, date and environment: the measurement is the page, only its reading changes."""
+def reread(pages: Path, run_file: Path) -> int:
+    """Read the recorded entries' sites again from the source pages a run kept (--save; ci/gpu.sh keeps them in its
+    logs, sites/<rung>@<N>.csv), after a change to helpers.sites, keeping each entry's run, GPU, date and environment:
+    the measurement is the page, only its reading changes."""
     data = results.load(run_file)
     for key, entry in sorted(data.get(SECTION, {}).items()):
-        page = page_path(key, run_file)
+        page = pages / f"{key}.csv"
         if not page.exists():
-            print(f"{key}: no kept source page ({page}); left as it was")
+            print(f"{key}: no source page {page}; left as it was")
             continue
-        got = stall_sites(parse_source_csv(gzip.decompress(page.read_bytes()).decode()))
+        got = stall_sites(parse_source_csv(page.read_text()))
         results.record(SECTION, key, {**entry, **got}, run_file)
         print(f"{key}: {sentence(got, 3)}")
     return 0
@@ -90,11 +82,11 @@ def main(argv=None) -> int:
     ap.add_argument("rungs", nargs="*", metavar="RUNG", help="rungs (default: every main-path rung)")
     ap.add_argument("--n", nargs="+", type=int, default=list(SIZES), help="square sizes (default: 4096 8192)")
     ap.add_argument("--save", type=Path, help="also keep each whole source page (CSV, ncu's output) in this folder")
-    ap.add_argument("--reread", action="store_true",
-                    help="no GPU: read the recorded entries' sites again from their kept pages (results/<gpu>/sites/)")
+    ap.add_argument("--reread", type=Path, metavar="DIR",
+                    help="no GPU: read the recorded entries' sites again from the pages a run saved in DIR")
     args = ap.parse_args(argv)
     if args.reread:
-        return reread(results.path_for())
+        return reread(args.reread, results.path_for())
     failed = 0
     for rid in order(args.rungs or MAIN):
         r = rung(rid)
