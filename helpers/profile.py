@@ -304,8 +304,8 @@ SITES = "stall_sites"  # the section tools/stall_sites.py records (helpers.sites
 def port(entry: dict) -> dict:
     """Shared memory's load in one SM, in % of 128 B a clock (one wavefront): what reads it and what fills it.
     Reads against 128 B a clock are a roof (chapter 00's m64n64 wgmma probe reads that much at 97% of the m64n256
-    rate); reads plus fills are not: a probe of wgmmas beside TMA fills (chapter 07 quotes it) moved more than 128 B a clock
-    of the two through one SM, the fills costing the tensor pipe a few points whatever the operand reads.
+    rate); reads plus fills are not: a probe of wgmmas beside TMA fills (chapter 07 quotes it) moved more than 128 B
+    a clock of the two through one SM, the fills costing the tensor pipe a few points whatever the operand reads.
     - smem_read_pct: the LSU data pipe's shared-memory wavefronts (smem_pipe_pct). It counts wgmma's operand reads
       besides LDS/STS/LDSM/STSM and cp.async's writes: in every wgmma build it is a fixed fraction of the tensor pipe
       (0.625 for m64n256k16 with A and B from shared memory: 80 of 128 B a clock at full tensor rate).

@@ -111,7 +111,7 @@ def _rates(e: dict, rid: str, ceilings: dict) -> list[tuple[float, str]]:
     roof = ceilings[_roof(rid, e)].value
     # Shared memory's row is Nsight Compute's busy share of the LSU data pipe's shared-memory wavefronts, against
     # one 128-B wavefront a clock: it counts LDS/STS/LDSM/STSM, cp.async's writes and wgmma's operand reads, not the
-    # TMA's fills (port() adds those: limit_of's "shared-memory port").
+    # TMA's fills (helpers.profile.port adds those into a load; limit_of's roof is the read port alone).
     return [(pct, f"{_pct(pct)} {pipe}"), (100 * e["l2_tbps"] / roof, f"{e['l2_tbps']:.2f} TB/s"),
             (e["smem_pipe_pct"], _pct(e["smem_pipe_pct"])), (e["occupancy_pct"], _pct(e["occupancy_pct"]))]
 
