@@ -79,6 +79,89 @@ def _ring_mistakes(stages_08: int, stages_same_tile: int) -> dict:
             4: ring_run(stages_same_tile, 24, release="at_commit")["by"]}
 
 
+# ---- edit a kernel, read the compiler's answer: ptxas's report on the learner's copy, graded on the CPU ----------
+
+LAUNCH_BOUNDS = "__launch_bounds__(THREADS)"   # chapter 06's kernel line that exercises 4 and 5 edit
+
+
+def compiler_says(rung_id: str, text: str) -> str:
+    """What ptxas made of an edited copy of a rung's kernel, compiled as written (NVRTC, no GPU): registers a thread,
+    bytes spilled, its advisories (the "(C7nnn)" lines), and how many blocks the registers and the shared memory let
+    one SM hold; or, where it refused, its reason in its own words."""
+    import re
+    from .compiler import compile_source
+    from .csource import CompileError
+    from .hardware import SMEM_RESERVED_PER_BLOCK
+    from .models import blocks_per_sm
+    from .registry import rung
+    r = rung(rung_id)
+    try:
+        b = compile_source(text, f"kernels/{r.path.name}", r.arch)
+    except CompileError as e:
+        said = re.findall(r"ptxas fatal\s*:\s*(\(C\d+\).*)", str(e))
+        return f"ptxas refused it: {said[0]}" if said else f"it does not compile: {e}"
+    if (res := b.resources.get(r.entry)) is None:
+        return f"compiled, but there is no kernel named {r.entry}: keep the extern \"C\" name."
+    lines = [f"ptxas compiled {r.entry}: {res.registers} registers a thread, " + (
+        f"{res.spill_stores} bytes of spill stores and {res.spill_loads} of spill loads (a {res.stack_bytes}-byte "
+        "stack frame in local memory)" if res.spill_stores + res.spill_loads else "nothing spilled")]
+    lines += [f"ptxas says: {m}" for m in re.findall(r"^ptxas \w+\s*:\s*(\(C\d+\).*)$", b.log, re.M)]
+    if {"THREADS", "SMEM_BYTES"} <= set(c := b.consts):
+        fit = blocks_per_sm(res.registers, c["THREADS"], c["SMEM_BYTES"] + SMEM_RESERVED_PER_BLOCK)
+        lines.append(f"one SM holds {fit['registers']} block(s) of {c['THREADS']} threads by registers, "
+                     f"{fit['shared memory']} by shared memory ({c['SMEM_BYTES'] / KIB:.0f} KiB a block)")
+    return "\n".join(lines)
+
+
+def bounded(rung_id: str, blocks: int) -> str:
+    """A rung's kernel asking ptxas for `blocks` blocks per SM: the second argument of its __launch_bounds__."""
+    text = source(rung_id)
+    if text.count(LAUNCH_BOUNDS) != 1:
+        raise RuntimeError(f"chapter 06's exercise is out of date: {LAUNCH_BOUNDS} is not in {rung_id} exactly once")
+    return text.replace(LAUNCH_BOUNDS, f"__launch_bounds__(THREADS, {blocks})")
+
+
+def spill_free(rung_id: str, blocks: int) -> bool:
+    """Does ptxas compile the rung asking for `blocks` blocks per SM with no spill (a refusal is a no)?"""
+    from .compiler import build
+    from .csource import CompileError
+    from .registry import rung
+    try:
+        res = build(rung_id, source=bounded(rung_id, blocks)).resources[rung(rung_id).entry]
+    except CompileError:
+        return False
+    return res.spill_stores + res.spill_loads == 0
+
+
+def _register_cap(threads: int, blocks: int) -> Callable:
+    """Chapter 06, exercise 4: the register cap ptxas compiles under for __launch_bounds__(threads, blocks)."""
+    from .models import launch_registers
+    cap, share = launch_registers(threads * blocks), REGISTER_FILE / (threads * blocks)
+    why = {int(share): f"{REGISTER_FILE:,} / ({blocks} x {threads}) = {share:.1f}, but a warp gets its registers 256 "
+                       "at a time, 8 a thread: round down to a multiple of 8",
+           255: "255 is what a thread may address with no second argument; the second asks for more blocks",
+           launch_registers(threads * (blocks - 1)): f"that is the cap for {blocks - 1} block(s) per SM"}
+    return lambda mine: (mine == cap, why.get(int(mine) if isinstance(mine, (int, float)) else mine,
+                                              f"split the SM's {REGISTER_FILE:,} registers among every thread of "
+                                              "the blocks asked for"))
+
+
+def most_blocks(rung_id: str, most: int = 4) -> int:
+    """The most blocks per SM (up to `most`) one may ask of a rung before ptxas spills or refuses."""
+    return next((b - 1 for b in range(1, most + 1) if not spill_free(rung_id, b)), most)
+
+
+def _most_blocks(rung_id: str, most: int = 4) -> Callable:
+    """Chapter 06, exercise 5, judged: most_blocks, with what a wrong count missed."""
+    from .models import launch_registers
+    best = most_blocks(rung_id, most)
+    cap = lambda b: launch_registers(_consts(rung_id)["THREADS"] * b)  # noqa: E731
+    return lambda mine: (mine == best, f"at {mine} ptxas compiles under {cap(mine)} registers and spills (or "
+                                       "refuses): compile it and read the report" if mine in range(best + 1, most + 1)
+                         else f"{best} blocks still compile with no spill: try more" if mine in range(1, best)
+                         else f"ask for 1 to {most} blocks in the cell above and read what ptxas reports each time")
+
+
 # ---- predict, then measure: a napkin number from the kernels' constexprs, held against this run's measurement ----
 
 INSTRUCTIONS_PER_COPY = 10             # chapter 07's upper end: a cp.async's LDGSTS and nine integer instructions
@@ -100,17 +183,61 @@ def _ldmatrix_ceiling(x: dict) -> float:
     the wavefronts of its ldmatrix.x4 (4 phases each, at the row-major layout's conflict degree) and its stores,
     at the highest SM clock (MAX_SM_CLOCK_HZ: the exercise's boost-clock napkin; chapter 03 then converts at the clock
     Nsight Compute saw the kernel run at, lower under load)."""
-    from .models import conflict_degree
     c = _consts("03_mma_sync")
     warps, steps = c["THREADS"] // WARP, c["BK"] // 16
-    x4 = {"A": c["WM"] // 16, "B": c["WN"] // 16}   # per warp and k step; a .trans load covers two n8 tiles
     mma = (c["WM"] // 16) * (c["WN"] // 8)         # m16n8k16 per warp and k step
-    degree = {"A": conflict_degree("A", "row-major", (c["BM"], c["BK"])),
-              "B": conflict_degree("B", "row-major", (c["BK"], c["BN"]))}
-    wavefronts = sum(warps * steps * x4[op] * 4 * degree[op] for op in "AB")
+    wavefronts = _ldmatrix_wavefronts("03_mma_sync", "row-major")
     wavefronts += (c["BM"] + c["BN"]) * c["BK"] * 2 / SMEM_BYTES_PER_CLK
     flop = warps * steps * mma * 2 * 16 * 8 * 16
     return flop / wavefronts * SMS * MAX_SM_CLOCK_HZ / 1e12
+
+
+def _ldmatrix_wavefronts(rung_id: str, layout: str) -> float:
+    """Shared-memory wavefronts of one k tile's ldmatrix.x4 reads in an mma.sync rung (03, 04): per warp and 16-deep
+    k step WM/16 loads of A and WN/16 of B (a .trans load covers two n8 tiles), 4 phases each, each phase as many
+    wavefronts as the layout's conflict degree."""
+    from .models import conflict_degree
+    c = _consts(rung_id)
+    warps, steps = c["THREADS"] // WARP, c["BK"] // 16
+    x4 = {"A": c["WM"] // 16, "B": c["WN"] // 16}
+    degree = {"A": conflict_degree("A", layout, (c["BM"], c["BK"])),
+              "B": conflict_degree("B", layout, (c["BK"], c["BN"]))}
+    return sum(warps * steps * x4[op] * 4 * degree[op] for op in "AB")
+
+
+def _cycles_saved(x: dict) -> float:
+    """Chapter 04: the shared-memory cycles per k tile the swizzle saves, one wavefront a cycle (the stores cost the
+    same in both rungs and cancel)."""
+    return _ldmatrix_wavefronts("04_swizzle", "row-major") - _ldmatrix_wavefronts("04_swizzle", "swizzled")
+
+
+def _cycles_saved_mistakes(x: dict) -> tuple:
+    """Chapter 04's usual wrong counts of the saving, each with what it got wrong."""
+    c = _consts("04_swizzle")
+    before, after = _ldmatrix_wavefronts("04_swizzle", "row-major"), _ldmatrix_wavefronts("04_swizzle", "swizzled")
+    stores = (c["BM"] + c["BN"]) * c["BK"] * 2 / SMEM_BYTES_PER_CLK
+    ratio = "that is a ratio of the two costs; the question asks for the cycles a k tile saves"
+    return ((before, "that is all of rung 03's reads; rung 04's still cost one wavefront a phase, so subtract them"),
+            (before + stores, "that is rung 03's whole shared-memory work; rung 04 still does its reads and stores"),
+            (before - after + stores, "the stores fill the tiles in both rungs, the same wavefronts: they cancel"),
+            ((before - after) / 4, "that counts one wavefront per ldmatrix.x4; each reads 4 matrices, one phase "
+                                   "each, and every phase costs its conflict degree"),
+            (before / after, ratio), ((before + stores) / (after + stores), ratio))
+
+
+def _kernel_k_tile_cycles(rung_id: str, row) -> float:
+    """Cycles one SM spends on a block's k tile at a measured rate, at the clock Nsight Compute saw the kernel run
+    at (its elapsed-cycle rate), ignoring the partly empty last wave."""
+    from .figures import recorded_profile
+    c = _consts(rung_id)
+    flop_per_sm_cycle = row.tflops * 1e12 / (SMS * recorded_profile(rung_id, row.n)["sm_clock_mhz"] * 1e6)
+    return 2 * c["BM"] * c["BN"] * c["BK"] / flop_per_sm_cycle
+
+
+def _measured_saving(n: int = 4096) -> tuple[float, list]:
+    from .ladder import measure
+    slow, fast = measure("03_mma_sync", n), measure("04_swizzle", n)
+    return _kernel_k_tile_cycles("03_mma_sync", slow) - _kernel_k_tile_cycles("04_swizzle", fast), [slow, fast]
 
 
 def _load_roof_speedup(x: dict) -> float:
@@ -168,9 +295,17 @@ class Prediction:
     unit: str                        # a format for both numbers
     band: float                      # relative: a measurement this close to the prediction is "close"
     leaves_out: str                  # what the napkin has no term for, said when the measurement is not close
+    mistakes: Callable[[dict], tuple] = lambda x: ()  # context -> ((a usual wrong answer, what it got wrong), ...)
 
 
 PREDICTIONS = {
+    ("04", 4): Prediction(
+        _cycles_saved, _measured_saving, "a k tile's cycles, 03_mma_sync less 04_swizzle, at N=4096 (each at its "
+        "recorded Nsight Compute clock)", "{:,.0f} cycles", 0.1,
+        "the napkin adds the shared-memory cycles to everything else a k tile waits for. In rung 03 the warps' "
+        "mma.sync work runs while other warps' conflicted reads are served; once the reads are fast that work is "
+        "exposed again, so the tile shortens by less than the wavefronts removed.",
+        _cycles_saved_mistakes),
     ("02", 3): Prediction(
         _l2_cap, lambda: _rate("02_wmma_smem"), "02_wmma_smem at N=4096", "{:.1f} TFLOP/s", 0.25,
         "the cap counts bytes and nothing else. Each k tile is copy, barrier, compute, barrier, so no load overlaps "
@@ -256,7 +391,8 @@ def _expected(chapter: str, x: dict) -> dict:
         "03": lambda: {1: int(mma_fragment("C")[0][13, 6]), 2: 64 // 16 + 64 // 16},
         "04": lambda: {2: conflict_degree("A", "row-major", (64, 64))},
         "05": lambda: {1: 3 * (128 * 64 + 64 * 128) * 2, 2: REGISTER_FILE // (168 * 256)},
-        "06": lambda: {1: wgmma_desc_encode(0x4000 + 2 * 32), 2: 256 // 2},
+        "06": lambda: {1: wgmma_desc_encode(0x4000 + 2 * 32), 2: 256 // 2,
+                       4: _register_cap(_consts("06_wgmma_m64n64")["THREADS"], 3), 5: _most_blocks("06_wgmma_m64n64")},
         "07": lambda: {1: (128 * 64 + 128 * 64) * 2, 2: [(kt // 4) & 1 for kt in range(10)]},
         "08": lambda: {1: 2 * (16 // 7), 2: (SMEM_PER_BLOCK_OPTIN - 2 * KIB) // ((128 * 64 + 256 * 64) * 2),
                        **_ring_mistakes(_consts("08_warp_specialized")["STAGES"], _consts("08_same_tile")["STAGES"])},
@@ -298,11 +434,15 @@ HINTS = ((2.0, "twice the answer: a factor of 2 counted once too often (an FMA i
          (1 / 1024, "a 1,024th of the answer: check the unit asked for (bytes against KiB)"))
 
 
-def _hint(mine, expected, rel: float) -> str:
-    """Why a numeric answer is off, when it is off in one of the usual ways; else how close it must come."""
+def _hint(mine, expected, rel: float, mistakes: tuple = ()) -> str:
+    """Why a numeric answer is off, when it is off in one of the usual ways (an exercise's own `mistakes`, (wrong
+    answer, what it got wrong) pairs, first); else how close it must come."""
     if not isinstance(mine, (int, float)) or not isinstance(expected, (int, float)) or not expected or not mine:
         return ""
     slack = max(rel, 0.02)
+    for wrong, why in mistakes:
+        if wrong and abs(mine / wrong - 1) <= slack:
+            return f": {why}"
     for factor, why in HINTS:
         if abs(mine / (expected * factor) - 1) <= slack:
             return f": {why}"
@@ -311,8 +451,9 @@ def _hint(mine, expected, rel: float) -> str:
     return f" (answers within {rel:.0%} count)" if rel else ""
 
 
-def mark(name: str, mine, expected, rel: float = 0.0) -> str:
-    """One verdict. `expected` is a value, or a CPU model that judges the answer: (answer) -> (right?, why)."""
+def mark(name: str, mine, expected, rel: float = 0.0, mistakes: tuple = ()) -> str:
+    """One verdict. `expected` is a value, or a CPU model that judges the answer: (answer) -> (right?, why);
+    `mistakes` are the usual wrong answers of a numeric one, each with what it got wrong."""
     if mine is None:
         return f"{name}: fill in your answer above, then run this cell again."
     if callable(expected):
@@ -324,7 +465,7 @@ def mark(name: str, mine, expected, rel: float = 0.0) -> str:
         ok = isinstance(mine, (int, float)) and abs(mine / expected - 1) <= rel + 1e-9
     else:
         ok = mine == expected
-    return f"{name}: correct" if ok else f"{name}: not yet{_hint(mine, expected, rel)}"
+    return f"{name}: correct" if ok else f"{name}: not yet{_hint(mine, expected, rel, mistakes)}"
 
 
 def grade(chapter: str, answers: dict, **context) -> None:
@@ -333,7 +474,8 @@ def grade(chapter: str, answers: dict, **context) -> None:
     against the measurement (this run's, or the recorded one), and the report says which it was."""
     expected = {**_expected(chapter, context), **_predicted(chapter, context)}
     for i, mine in answers.items():
-        said = mark(f"exercise {i}", mine, expected[i], TOLERANCE.get((chapter, i), TOLERANCE.get(chapter, 0.0)))
+        usual = PREDICTIONS[chapter, i].mistakes(context) if (chapter, i) in PREDICTIONS else ()
+        said = mark(f"exercise {i}", mine, expected[i], TOLERANCE.get((chapter, i), TOLERANCE.get(chapter, 0.0)), usual)
         print(said)
         if (chapter, i) in PREDICTIONS and mine is not None:
             right = said.endswith("correct")

@@ -93,6 +93,27 @@ def test_chapter_08_timeline_shows_the_copies_issued_early_and_the_consumers_wai
     assert s["issue_to_ready_cycles"] > 2 * s["cycles_per_tile"][0], f"the copies are no longer issued long before: {s}"
     assert _wait_share(data, "08_warp_specialized") > 0.2, f"rung 08's consumers no longer wait for bytes: {s}"
     assert s["cycles_per_tile"][0] > 1.2 * 512, f"a tile of rung 08 no longer takes well over 512 clocks: {s}"
+    assert s["wait_for_data_cycles"][0] > s["cycles_per_tile"][0] - 512, \
+        f"the consumers' wait is no longer longer than all the idle a tile can hold (it overlaps wait_group 1): {s}"
+
+
+def test_chapter_08_littles_law_says_bandwidth(data):
+    """The ring is full (each copy issued long before it is needed), so the tile period is set by the delivery rate:
+    at the 512-clock floor the block would need more than the TMA roof can deliver, L2 delivers most of that roof at
+    4096, and the bytes model at the two rungs' measured delivery rates gives rung 08's ratio to rung 07 within 5%.
+    The wgmmas' operand reads per unit of tensor-pipe busy rise from rung 07 to rung 08 and stay under the read port."""
+    from helpers.ceilings import recorded_ceilings
+    from helpers.figures.profile import port_of
+    lim, p8, p7 = limit_of("08_warp_specialized", 4096), *(recorded_profile(r, 4096) for r in ("08_warp_specialized", "07_tma"))
+    roof = recorded_ceilings()[lim["roof"]].value
+    need = 32768 / 512 * 132 * p8["sm_clock_mhz"] * 1e6 / 1e12
+    assert need > roof and lim["l2_fraction_of_roof"] > 0.85, f"rung 08 is no longer fed at the TMA roof: {lim}"
+    ratio = _row(data, "08_warp_specialized", 4096).tflops / _row(data, "07_tma", 4096).tflops
+    fed = _per_byte("08_warp_specialized") / _per_byte("07_tma") * p8["l2_tbps"] / p7["l2_tbps"]
+    assert abs(fed / ratio - 1) < 0.05, f"the bytes model at the measured rates no longer gives the ratio: {fed:.2f}"
+    reads = {r: port_of(r, 4096)["smem_read_pct"] / recorded_profile(r, 4096)["tensor_active_pct"]
+             for r in ("08_warp_specialized", "07_tma")}
+    assert reads["07_tma"] < reads["08_warp_specialized"] < 1, f"the operand reads per FLOP no longer rise, under the port: {reads}"
 
 
 def test_chapter_08_the_roles_alone_are_a_small_real_step(data):
@@ -158,6 +179,16 @@ def test_chapter_09_timeline_is_close_to_the_floor_though_the_wait_looks_large(d
     assert max(s09["cycles_per_tile"]) <= 1.15 * 1024, f"rung 09's tile is no longer close to the floor: {s09}"
     assert _wait_share(data, "09_setmaxnreg") > _wait_share(data, "08_warp_specialized") > 0.2, \
         "rung 09's consumers no longer wait a larger share of each tile than rung 08's"
+    # at the same size, the profile: the math at peak takes as many of the kernel's clocks as the tensor pipe is busy,
+    # and a round of blocks lasts longer than block (0, 0)'s main loop (the time outside it: fill, epilogue, exit)
+    import numpy as np
+    tl, p4 = data["timeline"]["09_setmaxnreg@4096"], recorded_profile("09_setmaxnreg", 4096)
+    cycles = p4["duration_us"] * p4["sm_clock_mhz"]
+    work = 512 * 64 * 1024 / 132 / cycles
+    assert abs(100 * work - p4["tensor_pipe_pct"]) < 3, f"the tensor pipe is no longer busy as long as its math: {work:.0%}"
+    roles = np.asarray(tl["roles"])
+    span = roles[1:, -1, 1].max() - roles[0, 0, 0]
+    assert 0.03 < 1 - span / (cycles / 4) < 0.25, f"the time outside the main loop left its range: {span} of {cycles / 4:.0f}"
 
 
 def test_chapter_09_wide_tile_spills_without_setmaxnreg_and_not_with_it(data):

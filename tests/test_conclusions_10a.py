@@ -134,9 +134,9 @@ def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage(data):
 
 
 def test_chapter_10_stmatrix_removes_the_stores_and_moves_nothing_else(data):
-    """Step 3b: Nsight Compute counts the model's STS instructions, then none; the tensor pipe stays within half a
-    point and the rate within half a percent, never lower. Whether the rounds part the two (the H200 run
-    2026-11-29T01:10Z-h200: x1.0027 at 8192, beyond the spread; the H100 run 19:47Z: level at both) chapter 10
+    """Step 3, continued (stmatrix): Nsight Compute counts the model's STS instructions, then none; the tensor pipe
+    stays within half a point and the rate within half a percent, never lower. Whether the rounds part the two (the
+    H200 run 2026-11-29T01:10Z-h200: x1.0027 at 8192, beyond the spread; the H100 run 19:47Z: level at both) chapter 10
     renders."""
     assert _l2(data, "10_sts_store", 4096, "shared_store_inst") == (4096 // 128) * (4096 // 256) * 8 * 64, \
         "Nsight Compute no longer counts the model's STS instructions"

@@ -139,13 +139,15 @@ def test_the_expected_answers_match_the_worked_solutions():
 
 # ---- predict, then measure: the napkin's number comes from the constexprs, the measurement from the run --------
 
-PREDICT = {"02": (3, {"l2": 7.36}), "03": (3, {}), "06": (3, {}), "07": (5, {})}  # chapter: (exercise, context)
+# chapter: (exercise, context)
+PREDICT = {"02": (3, {"l2": 7.36}), "03": (3, {}), "04": (4, {}), "06": (3, {}), "07": (5, {})}
 
 
 def test_the_predictions_are_the_chapters_napkins():
     from helpers.exercises import _predicted
     assert _predicted("02", {"l2": 1.0}) == {3: 32.0}                     # 64 x 64 tile: 32 FLOP/byte x L2 TB/s
     assert round(_predicted("03", {})[3]) == 126                          # 2,176 wavefronts per k tile
+    assert _predicted("04", {}) == {4: 2048 - 384}                        # 64 x 4 x 3 + 32 x 4 x 7 wavefronts saved
     assert _predicted("06", {})[3] == pytest.approx(4 / 3)                # 128 x 256: 85.3 FLOP/B against 64
     assert _predicted("07", {})[5] == pytest.approx((1024 + 2 * 12 * 10) / 1024)
 
@@ -178,6 +180,8 @@ def _variant(rung_id: str, **config) -> dict:
     ("02", "02_wmma_smem", {"BN": 128}, 2 * 64 * 128 / (2 * (64 + 128)) * 7.36),
     # 4 warps of 64 x 64: 4 x 2 x (4 x 16 + 4 x 32) wavefronts of loads + 128 of stores = 1,664 per k tile
     ("03", "03_mma_sync", {"WN": 64}, 2 * 128 * 128 * 32 / 1664 * SMS * MAX_SM_CLOCK_HZ / 1e12),
+    # 4 warps of 64 x 64: 4 x 2 k steps x (4 A loads x 4 phases x 3 saved + 4 B loads x 4 phases x 7 saved)
+    ("04", "04_swizzle", {"WN": 64}, 4 * 2 * (4 * 4 * 3 + 4 * 4 * 7)),
     # a 128 x 128 block tile loads 64 FLOP per byte, as the narrow rung does: no gain left on the load-path roof
     ("06", "06_wgmma_wide", {"BN": 128, "WGMMA_N": 128}, 1.0),
     # a 128 x 128 tile in rung 06: 4 + 4 copies per thread, 2 warps per scheduler, 10 instructions per copy
@@ -261,6 +265,79 @@ def test_a_wrong_answer_gets_a_hint_for_the_usual_mistakes():
     # the bound is inclusive, as a reader reads "within 5%": chapter 12's 1.9 against a napkin of 2.0 counts
     assert mark("e", 1.9, 2.0, 0.05) == mark("e", 2.1, 2.0, 0.05) == "e: correct"
     assert mark("e", 1.89, 2.0, 0.05) == "e: not yet (answers within 5% count)"
+
+
+def test_the_swizzle_prediction_names_the_usual_miscounts(capsys, monkeypatch):
+    # ch 04, exercise 4: the saving is 2,048 - 384 wavefronts of ldmatrix reads; each usual miscount gets its own hint
+    from helpers.exercises import grade
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    for wrong, why in ((2048, "subtract them"), (2048 + 128 - 384, "they cancel"), (1664 / 4, "one wavefront per "
+                       "ldmatrix.x4"), (2048 / 384, "a ratio"), ((2048 + 128) / (384 + 128), "a ratio")):
+        grade("04", {4: wrong})
+        out = capsys.readouterr().out
+        assert out.startswith("exercise 4: not yet: ") and why in out.splitlines()[0], (wrong, out)
+    grade("04", {4: 1664})
+    out = capsys.readouterr().out
+    assert "exercise 4: correct" in out and "cycles" in out and "03_mma_sync less 04_swizzle" in out, out
+
+
+def test_the_measured_saving_is_chapter_04s_cycles_per_k_tile(monkeypatch):
+    # the prediction's measurement is the difference the chapter's "What the measurement says" renders: each rung's
+    # k tile (2 x 128 x 128 x 32 FLOP) at its measured rate and the clock Nsight Compute saw it run at
+    from helpers import results
+    from helpers.exercises import PREDICTIONS
+    from helpers.figures import recorded_profile
+    data = results.load(results.path_for())
+    def cycles(r):
+        tflops = data["gemm"][results.gemm_key(r, 4096, 4096, 4096)]["tflops"]
+        return 2 * 128 * 128 * 32 / (tflops * 1e12 / (SMS * recorded_profile(r, 4096)["sm_clock_mhz"] * 1e6))
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    value, rows = PREDICTIONS["04", 4].measured()
+    assert value == pytest.approx(cycles("03_mma_sync") - cycles("04_swizzle"))
+    assert [r.rung for r in rows] == ["03_mma_sync", "04_swizzle"]
+
+
+# ---- edit a kernel, read the compiler's answer (ch 06, exercises 4 and 5): NVRTC, no GPU -------------------------
+
+def test_asking_for_blocks_changes_one_line_of_the_kernel():
+    from helpers.csource import read_consts, source
+    from helpers.exercises import bounded
+    [(old, new)] = _changed_lines(source("06_wgmma_m64n64"), bounded("06_wgmma_m64n64", 3))
+    assert old.strip().endswith("__launch_bounds__(THREADS)") and new.strip().endswith("__launch_bounds__(THREADS, 3)")
+    assert read_consts(bounded("06_wgmma_m64n64", 3)) == read_consts(source("06_wgmma_m64n64"))
+
+
+def test_the_compiler_answers_the_launch_bounds_exercise():
+    # 3 blocks of 256 threads: 65,536 / 768 = 85.3 registers, 80 in ptxas's steps of 8; the narrow rung's 64
+    # accumulators and addresses spill under it and ptxas serializes the wgmmas (C7512); 2 blocks (128) fit. The wide
+    # rung's 128 accumulators cannot compile under 128 at all (C7602). Shared memory holds one block either way.
+    from helpers.csource import source
+    from helpers.exercises import bounded, compiler_says, most_blocks
+    from helpers.models import launch_registers
+    assert launch_registers(256 * 3) == 80 and launch_registers(256 * 2) == 128
+    as_built = compiler_says("06_wgmma_m64n64", source("06_wgmma_m64n64"))
+    assert "nothing spilled" in as_built and "1 by shared memory (129 KiB a block)" in as_built, as_built
+    three = compiler_says("06_wgmma_m64n64", bounded("06_wgmma_m64n64", 3))
+    assert "bytes of spill stores" in three and "(C7512)" in three and "serialized" in three, three
+    assert int(three.split(": ", 1)[1].split(" registers")[0]) <= 80, three
+    assert most_blocks("06_wgmma_m64n64") == 2
+    wide = compiler_says("06_wgmma_wide", bounded("06_wgmma_wide", 2))
+    assert wide.startswith("ptxas refused it: (C7602) Insufficient registers (128)"), wide
+    broken = compiler_says("06_wgmma_m64n64", source("06_wgmma_m64n64").replace("acc[j],", "acc[j,", 1))
+    assert broken.startswith("it does not compile: kernels/06_wgmma.cu line "), broken
+
+
+def test_the_launch_bounds_answers_are_graded_with_the_usual_mistakes(capsys):
+    from helpers.exercises import grade
+    for answers, said in (({4: 80, 5: 2}, ["exercise 4: correct", "exercise 5: correct"]),
+                          ({4: 85}, ["exercise 4: not yet: 65,536 / (3 x 256) = 85.3, but a warp gets its registers"]),
+                          ({4: 255}, ["exercise 4: not yet: 255 is what a thread may address"]),
+                          ({4: 128}, ["exercise 4: not yet: that is the cap for 2 block(s) per SM"]),
+                          ({5: 1}, ["exercise 5: not yet: 2 blocks still compile with no spill"]),
+                          ({5: 3}, ["exercise 5: not yet: at 3 ptxas compiles under 80 registers and spills"])):
+        grade("06", answers)
+        out = capsys.readouterr().out.splitlines()
+        assert all(any(line.startswith(s) for line in out) for s in said), (answers, out)
 
 
 def test_a_prediction_within_five_percent_of_the_napkin_counts(capsys, monkeypatch):
