@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import results
-from .probes import (Reading, back_to_back, measure_cublas, measure_ffma_peak, measure_hbm_copy, measure_hgmma_peak,
-                     measure_hmma_peak, measure_l2_read, measure_tma_l2_curve, measure_tma_l2_read,
-                     measure_tma_multicast, sm_clock_under_load)
+from .probes import (READ_SETS, Reading, back_to_back, measure_cublas, measure_ffma_peak, measure_hbm_copy,
+                     measure_hbm_read, measure_hgmma_peak, measure_hmma_peak, measure_l2_read, measure_read,
+                     measure_tma_l2_curve, measure_tma_l2_read, measure_tma_multicast, sm_clock_under_load)
 from .registry import PROBES
 from .store import obtain
 
@@ -48,7 +48,30 @@ CEILINGS = {
     # The clock of that same back-to-back run, not a second 1.5 s of load.
     "sm_clock_bf16_load": ("SM clock under cuBLAS BF16 load", "MHz", lambda: _clock_of("cublas_bf16_8192_back_to_back")),
     "sm_clock_fp32_load": ("SM clock under cuBLAS FP32 load", "MHz", lambda: sm_clock_under_load("fp32")),
+    "hbm_read": ("HBM read bandwidth (read only, 2 GiB a launch)", "TB/s", measure_hbm_read),
 }
+# The like-for-like read roofs (helpers.probes.READ_SETS): each load path over the same working sets, each CTA its own
+# slice, so no two CTAs load one line; `read_tma_shared@2.7MB` is TMA at the small set in probe_tma_l2's walk, where
+# CTAs share boxes, as tma_l2_gemm measured. `read_<path>@<set>`: the set as it is on 132 SMs; `detail` gives this GPU's
+# set in bytes, the sharing, and every schedule's rate.
+_PATHS = {"ldg": "L2 read through LDG (.cg)", "cp_async": "L2 -> shared memory through cp.async.cg (16 B)",
+          "tma": "L2 -> shared memory through TMA"}
+READ_ROOFS = {
+    **{f"read_{path}@{name}": (path, name, False) for path in _PATHS for name in READ_SETS},
+    "read_tma_shared@2.7MB": ("tma", "2.7MB", True),
+}
+
+
+def _read_label(path: str, name: str, shared: bool) -> str:
+    mb = name.removesuffix("MB")
+    return (f"{_PATHS[path]} over {'an' if mb.startswith('8') else 'a'} {mb} MB working set ({READ_SETS[name] // 1024} "
+            f"KiB per SM on 132 SMs), " + ("in probe_tma_l2's walk: CTAs outnumbering its boxes share them" if shared
+                                           else "each CTA its own slice"))
+
+
+CEILINGS.update({cid: (_read_label(*how), "TB/s", (lambda how=how: measure_read(*how)))
+                 for cid, how in READ_ROOFS.items()})
+
 # Ceilings measured under load held for a second or more (helpers.probes: hold, the wgmma probes' long batches): NVML's
 # clock and power, sampled meanwhile, describe that run. Every other ceiling is timed in ~2 ms bursts, where NVML's
 # clock is a stale sample (Nsight Compute's elapsed-cycle rate read up to 10% lower on such kernels), so it is shown
@@ -57,7 +80,8 @@ HELD = {"hgmma_peak", "hgmma_peak_random", "hgmma_n128_random", "hgmma_n64_rando
         "cublas_bf16_8192_back_to_back", "sm_clock_bf16_load", "sm_clock_fp32_load"}
 # Which probe a ceiling needs (for the GPU it can run on); cuBLAS runs anywhere.
 _PROBE_OF = {"tma_l2_gemm": "tma_l2_read", "hgmma_peak_random": "hgmma_peak", "qgmma_peak_random": "qgmma_peak", "hgmma_n128_random": "hgmma_n128",
-             "hgmma_n64_random": "hgmma_n64"}
+             "hgmma_n64_random": "hgmma_n64", "hbm_read": "read_ldg",
+             **{cid: f"read_{path}" for cid, (path, _, _) in READ_ROOFS.items()}}
 
 
 @dataclass(frozen=True)

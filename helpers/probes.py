@@ -210,6 +210,207 @@ def measure_tma_multicast(fraction_of_l2: float = GEMM_WORKING_SET, batch_ms: fl
                     **{f"{k} (TB/s landed)": round(g.value, 3) for k, g in rates.items()}})
 
 
+
+def measure_hbm_read(gib: float = 2.0) -> Reading:
+    """HBM read bandwidth in TB/s: about `gib` GiB, far more than L2 holds, read once per launch and summed in
+    registers, one store per thread at the end. The best of probe_l2_read's grid-stride walk and probe_read_ldg's
+    slices (a contiguous run per CTA), both 8 CTAs of 256 threads per SM; `detail` holds the bytes and both rates."""
+    import cupy as cp
+    dev = require_live()
+    c = kernel("read_ldg").consts
+    threads, unroll, per_sm = c["THREADS"], c["READ_UNROLL"], MAX_THREADS_PER_SM // c["THREADS"]
+    ctas = dev.sms * per_sm
+    steps = int(gib * 2**30) // (ctas * threads * unroll * 16)  # every thread reads steps * unroll float4s, both walks
+    n4 = ctas * threads * unroll * steps
+    src = cp.ones(n4 * 4, cp.float32)
+    sink = cp.empty(ctas * threads, cp.float32)
+    walks = {"grid-stride, probe_l2_read": (kernel("l2_read").function(), (src, np.int64(n4), np.int32(1), sink)),
+             "a slice per CTA, probe_read_ldg": (kernel("read_ldg").function(),
+                                                 (src, np.int32(n4 // ctas), np.int32(steps), sink))}
+    rates = {}
+    for name, (fn, args) in walks.items():
+        sink.fill(0)
+        rates[name] = _rate(lambda: fn((ctas,), (threads,), args), n4 * 16)
+        if not bool((sink == 4 * unroll * steps).all()):  # ones summed: every thread read every float4 it owns
+            raise RuntimeError(f"the HBM read probe ({name}) did not read every byte: its bandwidth would be "
+                               "meaningless")
+    name = max(rates, key=lambda k: rates[k].value)
+    best = rates[name]
+    return Reading(best.value, best.sm_clock_mhz, best.power_w, best.iqr,
+                   {"working set, MB": round(n4 * 16 / 1e6, 1), "read per launch, bytes": n4 * 16, "schedule": name,
+                    **{f"{k} (TB/s)": round(g.value, 3) for k, g in rates.items()}})
+
+
+# The like-for-like read roofs: LDG, cp.async and TMA over the same working sets, cut the same way, each CTA reading
+# only its own slice (no two CTAs on one line), and TMA once more at the small set in probe_tma_l2's walk, where CTAs
+# outnumbering the boxes fetch one box at once: size and sharing, one at a time. A set is a share per SM, so that
+# every path's slices and TMA's boxes divide it; the name is the set on 132 SMs (H100 SXM, H200), the detail this
+# GPU's. 20 KiB: the distinct operand bytes rung 10 keeps in flight at N = 4096 ((9 x 16 + 16 x 32) KiB x 4 k steps,
+# 2.69 MB), the set tma_l2_gemm stands for; 160 KiB: about the set l2_read and tma_l2_read read on the H100 (0.4 of its
+# 50 MiB L2, 21.0 MB); 64 KiB between them.
+READ_SETS = {"2.7MB": 20 * 1024, "8.7MB": 64 * 1024, "21.6MB": 160 * 1024}
+READ_PATHS = ("ldg", "cp_async", "tma")
+# Each path's schedules, from shallow to deep: (CTAs per SM,) for LDG, (16-byte copies per thread a fill, CTAs per SM)
+# for cp.async, (most box rows, KiB in flight per CTA, CTAs per SM) for TMA: from 16-20 KiB in flight per SM up to
+# 128 KiB (LDG: 2,048 threads at 32 registers, four loads each) or 180-192 KiB (cp.async; TMA, as TMA_SCHEDULES and the
+# shared walk keep). The shallowest keeps no more in flight than a 20 KiB share holds, so at every set one schedule of
+# each path requests no line twice at once; the roof is the best of them.
+READ_LDG_SCHEDULES = ((1,), (2,), (4,), (8,))
+READ_CP_ASYNC_SCHEDULES = ((1, 1), (4, 1), (4, 2), (3, 4))
+READ_TMA_SCHEDULES = ((40, 20, 1), (128, 64, 1), (128, 96, 1), (256, 192, 1), (128, 192, 1), (256, 96, 2), (128, 96, 2))
+
+
+@dataclass(frozen=True)
+class ReadSchedule:
+    """One way a path reads a working set: CTAs per SM, the bytes each CTA reads and keeps in flight, its arguments."""
+    name: str
+    per_sm: int
+    set_bytes: int    # the working set; the same for every schedule but the shared walk's (whole boxes)
+    slice_bytes: int  # the CTA's own slice; in the shared walk, the set over the CTAs
+    in_flight: int    # bytes one CTA keeps requested and not yet landed: its loads or copies issued before it waits
+    args: tuple = ()  # (copies,) for cp.async; (box rows, slots, boxes in the set) for TMA
+
+
+def read_plan(path: str, share: int, sms: int, shared: bool = False) -> list[ReadSchedule]:
+    """The schedules of `path` ("ldg", "cp_async" or "tma") over a working set of `share` bytes per SM on `sms` SMs;
+    `shared` (TMA only): probe_tma_l2's walk over probe_tma_l2's boxes, the set rounded down to whole boxes. A schedule
+    whose slice is smaller than a CTA's THREADS-wide step is left out."""
+    from .csource import read_consts
+    c = read_consts(probe("read_ldg").path.read_text())  # THREADS, READ_UNROLL, CP_SLOTS, READ_TMA_SLOTS
+    step = c["THREADS"] * 16  # one 16-byte load or copy per thread
+    plan = []
+    if shared:
+        if path != "tma":
+            raise ValueError(f"only TMA has a shared walk (probe_tma_l2's); got {path!r}")
+        for rows, slots, per_sm in TMA_SCHEDULES:
+            box = rows * 128
+            boxes = sms * share // box
+            plan.append(ReadSchedule(f"{rows}x64 bf16 boxes, {slots} slots, {per_sm} CTA(s)/SM", per_sm, boxes * box,
+                                     boxes * box // (sms * per_sm), slots * box, (rows, slots, boxes)))
+        return plan
+    if path == "ldg":
+        for (per_sm,) in READ_LDG_SCHEDULES:
+            plan.append(ReadSchedule(f"{per_sm} CTA(s)/SM, {c['READ_UNROLL']} loads in flight per thread", per_sm,
+                                     sms * share, share // per_sm, step * c["READ_UNROLL"]))
+    elif path == "cp_async":
+        for copies, per_sm in READ_CP_ASYNC_SCHEDULES:
+            plan.append(ReadSchedule(f"{per_sm} CTA(s)/SM, {copies} copies per thread a fill, {c['CP_SLOTS']} fills in "
+                                     "flight", per_sm, sms * share, share // per_sm, step * copies * c["CP_SLOTS"],
+                                     (copies,)))
+    elif path == "tma":
+        for rows, kib, per_sm in READ_TMA_SCHEDULES:
+            mine = share // per_sm // 128  # the slice's 128-byte rows
+            # The largest box of at most `rows` rows that tiles the slice, a multiple of 8 rows (1 KiB: the slots stay
+            # on the 128-byte swizzle's 1024-byte atoms), and as many slots of it as `kib` holds.
+            fit = max((r for r in range(8, min(rows, mine) + 1, 8) if mine % r == 0), default=0)
+            slots = min(c["READ_TMA_SLOTS"], kib * 1024 // (fit * 128)) if fit else 0
+            if slots:
+                plan.append(ReadSchedule(f"{fit}x64 bf16 boxes, {slots} slots, {per_sm} CTA(s)/SM", per_sm, sms * share,
+                                         mine * 128, slots * fit * 128, (fit, slots, sms * per_sm * (mine // fit))))
+    else:
+        raise ValueError(f"no read path named {path!r}; there are {', '.join(READ_PATHS)}")
+    kept: dict = {}
+    for s in plan:
+        if s.slice_bytes >= step:
+            kept.setdefault(s.name, s)  # two schedules that fit the set alike are one
+    return list(kept.values())
+
+
+def read_roof(plan: list[ReadSchedule], rates: dict, sms: int, shared: bool = False) -> Reading:
+    """The roof of one path at one working set: the best schedule's Reading, with a `detail` that states the set, how
+    the CTAs share it, and each schedule's rate and requests in flight per line of the set (at most 1: no line is
+    requested twice at once)."""
+    per_line = {s.name: sms * s.per_sm * s.in_flight / s.set_bytes for s in plan}
+    best = max(plan, key=lambda s: rates[s.name].value)
+    working_set = best.set_bytes
+    alone = [rates[s.name].value for s in plan if per_line[s.name] <= 1]
+    sharing = ("probe_tma_l2's walk: CTA b's load i takes box (b + i x CTAs) mod boxes, so where the CTAs outnumber "
+               "the boxes several fetch one box at once" if shared else
+               "none: each CTA reads only its own slice of the set, round and round, so no two CTAs load one line")
+    it = rates[best.name]
+    return Reading(it.value, it.sm_clock_mhz, it.power_w, it.iqr, {
+        "working set, MB": round(working_set / 1e6, 2), "working set, bytes": working_set,
+        "per SM, KiB": round(working_set / sms / 1024, 2), "sharing": sharing, "schedule": best.name,
+        "requests in flight per line": round(per_line[best.name], 2),
+        "best with at most one request in flight per line, TB/s": round(max(alone), 3) if alone else None,
+        "schedules": {s.name: {"TB/s": round(rates[s.name].value, 3), "CTAs": sms * s.per_sm,
+                               "working set, MB": round(s.set_bytes / 1e6, 2),
+                               "slice per CTA, KiB": round(s.slice_bytes / 1024, 2),
+                               "in flight per SM, KiB": s.per_sm * s.in_flight / 1024,
+                               "requests in flight per line": round(per_line[s.name], 2)} for s in plan}})
+
+
+def measure_read(path: str, set_name: str, shared: bool = False, batch_ms: float = BATCH_MS) -> Reading:
+    """One like-for-like read roof in TB/s (bytes read from L2, landed in registers or shared memory): `path` over the
+    working set READ_SETS[set_name], each CTA its own slice, or (TMA, shared=True) in probe_tma_l2's walk. The best of
+    the path's schedules; read_roof's `detail`. Each probe's sink proves its bytes arrived from the right place."""
+    import cupy as cp
+    dev = require_live(probe(f"read_{path}").needs_cc)
+    plan = read_plan(path, READ_SETS[set_name], dev.sms, shared)
+    working_set = max(s.set_bytes for s in plan)  # the buffer; the shared walk's schedules read whole boxes of it
+    kern = kernel(f"read_{path}")
+    fn, c = kern.function(), kern.consts
+    threads = c["THREADS"]
+    rates = {}
+    if path == "tma":
+        from .tma import tensor_map_2d
+        rows = working_set // 128
+        # Every element of row r holds r % 65535 + 1: the first word of a box names the row it came from.
+        tag = (cp.arange(rows, dtype=cp.uint32) % 65535 + 1).astype(cp.uint16)
+        src = cp.ascontiguousarray(cp.broadcast_to(tag[:, None], (rows, 64)))  # [rows, 64] bf16: 128-byte rows
+    elif path == "ldg":
+        src = cp.ones((working_set // 16, 4), cp.float32)  # ones: each thread's sum counts its loads
+    else:
+        n4 = working_set // 16
+        if n4 >= 2**24:
+            raise ValueError(f"a {working_set / 1e6:.1f} MB set has float4 indices that a float32 cannot name exactly")
+        src = cp.zeros((n4, 4), cp.float32)
+        src[:, 0] = cp.arange(n4, dtype=cp.float32)  # the first word of each float4 names it
+    for s in plan:
+        ctas = dev.sms * s.per_sm
+        b = np.arange(ctas)
+        if path == "ldg":
+            slice4, unroll = s.slice_bytes // 16, c["READ_UNROLL"]
+            steps = max(1, int(batch_ms * 1e-3 * 8e12 / (ctas * threads * unroll * 16)))  # about batch_ms at 8 TB/s
+            sink = cp.zeros(ctas * threads, cp.float32)
+            rates[s.name] = _rate(lambda: fn((ctas,), (threads,), (src, np.int32(slice4), np.int32(steps), sink)),
+                                  float(ctas) * threads * steps * unroll * 16, batch_ms)
+            if not bool((sink == 4 * unroll * steps).all()):  # below 2**24: exact in float32
+                raise RuntimeError("the LDG read probe did not make every load: its bandwidth would be meaningless")
+        elif path == "cp_async":
+            (copies,), slice4, slots = s.args, s.slice_bytes // 16, c["CP_SLOTS"]
+            fills = max(slots, int(batch_ms * 1e-3 * 8e12 / (ctas * threads * copies * 16)))
+            fn.max_dynamic_shared_size_bytes = smem = slots * copies * threads * 16
+            sink = cp.zeros(ctas * threads, cp.uint32)
+            rates[s.name] = _rate(lambda: fn((ctas,), (threads,), (src, np.int32(slice4), np.int32(copies),
+                                                                     np.int32(fills), sink), shared_mem=smem),
+                                  float(ctas) * threads * fills * copies * 16, batch_ms)
+            # Thread t's last copy took position t + (fills * copies - 1) * THREADS of its CTA's slice, wrapped.
+            t = np.arange(threads)
+            pos = (t[None, :] + (fills * copies - 1) * threads) % slice4
+            want = (b[:, None] * slice4 + pos).astype(np.float32).view(np.uint32).reshape(-1)
+            if not np.array_equal(sink.get(), want):
+                raise RuntimeError("the cp.async read probe's copies did not land from each CTA's own slice: its "
+                                   "bandwidth would be meaningless")
+        else:
+            box_rows, slots, boxes = s.args
+            box = box_rows * 128
+            tmap = tensor_map_2d(src[: boxes * box_rows], box_rows, 64, dtype="bf16")
+            fn.max_dynamic_shared_size_bytes = smem = slots * box
+            loads = max(4 * slots, int(batch_ms * 1e-3 * 8e12 / (ctas * box)))
+            sink = cp.zeros(ctas, cp.uint32)
+            args = (tmap, np.int32(box_rows), np.int32(boxes), np.int32(slots), np.int32(loads), np.int32(shared), sink)
+            rates[s.name] = _rate(lambda: fn((ctas,), (32,), args, shared_mem=smem), float(ctas) * loads * box,
+                                  batch_ms)
+            per_cta = boxes // ctas
+            last = (b + (loads - 1) * ctas) % boxes if shared else b * per_cta + (loads - 1) % per_cta
+            first = (last * box_rows % 65535 + 1).astype(np.uint32)
+            if not np.array_equal(sink.get(), first | first << 16):
+                raise RuntimeError("the TMA read probe's boxes did not land from the rows its walk names: its "
+                                   "bandwidth would be meaningless")
+    return read_roof(plan, rates, dev.sms, shared)
+
+
 def measure_cublas(dtype: str, n: int) -> Reading:
     """The strongest cuBLAS on square N x N x N in `dtype` (C in `dtype`, B stored [K, N]): chapter 00's reference."""
     r = Rung("cublas", "cuBLAS", "", dtype=dtype, out_dtype=dtype)

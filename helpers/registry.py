@@ -259,6 +259,13 @@ PROBES: tuple[Probe, ...] = (
     # The same path in 2-CTA clusters, each box half fetched by each CTA and multicast to both (rung 10's B tile).
     Probe("tma_multicast", "L2 -> shared memory through TMA, multicast to a 2-CTA cluster", "probe_tma_multicast",
           needs_cc=(9, 0), sass_has=("UTMALDG.2D.MULTICAST", "SYNCS")),
+    # The three load paths over the same working sets, each CTA its own slice (helpers.probes.READ_SETS): LDG into
+    # registers, cp.async (rung 05's 16-byte copies) and TMA into shared memory; TMA also in probe_tma_l2's shared walk.
+    Probe("read_ldg", "L2 read through LDG (.cg), a slice per CTA", "probe_read_ldg", sass_has=("LDG.E.128",)),
+    Probe("read_cp_async", "L2 -> shared memory through cp.async.cg (16 B), a slice per CTA", "probe_read_cp_async",
+          sass_has=("LDGSTS.E.BYPASS.128", "LDGDEPBAR", "DEPBAR.LE")),
+    Probe("read_tma", "L2 -> shared memory through TMA, a slice per CTA or the shared walk", "probe_read_tma",
+          needs_cc=(9, 0), sass_has=("UTMALDG.2D", "SYNCS")),
 )
 
 

@@ -159,5 +159,6 @@ def phrase(site: dict) -> str:
     says nothing of a wait ("other", "branch") names its leading reason instead."""
     what = site["kind"]
     if what in ("other", "branch") and site.get("reasons"):
-        what = f"{what}, mostly `{next(iter(site['reasons']))}`"
+        reasons = site["reasons"]  # a results file keeps its keys sorted by name: the largest is read, not the first
+        what = f"{what}, mostly `{max(reasons, key=reasons.get)}`"
     return f"`{site['opcode']}` ({site['share']:.0%} of all samples; {what})"

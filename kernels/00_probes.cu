@@ -16,12 +16,18 @@
 //  probe_tma_multicast
 //                 the same in clusters of two CTAs, each box fetched half by each CTA and multicast to both: every
 //                 CTA still receives whole boxes, but L2 supplies each byte once per pair, as rung 10's B tile.
+//  probe_read_ldg, probe_read_cp_async, probe_read_tma
+//                 the three load paths side by side, over the same working set cut into one slice per CTA, so no two
+//                 CTAs ever load one line: LDG (.cg) into registers, cp.async.cg 16 B into shared memory (as rung 05
+//                 loads) and TMA boxes into shared memory; probe_read_tma also walks the whole set as probe_tma_l2
+//                 does, where CTAs outnumbering the boxes fetch one box at once. Size and sharing, one at a time.
 //  probe_spin     not a ceiling: the timing harness launches it first, so the GPU stays busy while the host
 //                 queues the batch it times, and the CUDA events see GPU work only.
 // New PTX: ld.global.cg (via __ldcg), mma.sync, wgmma, cp.async.bulk.tensor (.multicast::cluster), barrier.cluster,
-// mapa (kernels/common/).
+// mapa, cp.async.cg (kernels/common/).
 // Requires: sm_80+, sm_90 for tma, sm_90a for hgmma and multicast.
 #include "common/cluster.cuh"
+#include "common/cp_async.cuh"
 #include "common/globaltimer.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
@@ -36,6 +42,9 @@ constexpr int HGMMA_GROUP = 4;  // wgmma per commit group in the wgmma probes (o
 constexpr int TMA_BOX_ROWS = 256;  // a [256, 64] bf16 box: 32 KiB, rung 10's B tile
 constexpr int TMA_BOX_BYTES = TMA_BOX_ROWS * 128;
 constexpr int TMA_STAGES = 6;      // 192 KiB in flight per SM, as rung 10's four 48 KiB stages
+constexpr int READ_UNROLL = 4;     // loads each thread of probe_read_ldg keeps in flight: 16 KiB per CTA
+constexpr int CP_SLOTS = 4;        // probe_read_cp_async's ring: four fills in flight per thread, as rung 05's stages
+constexpr int READ_TMA_SLOTS = 12; // the most ring slots probe_read_tma may be given (its mbarriers are static)
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 probe_copy(const float4* __restrict__ src, float4* __restrict__ dst, long long n4) {
@@ -233,6 +242,96 @@ probe_tma_multicast(const __grid_constant__ TensorMap map, int boxes, int loads,
     // Every copy into our shared memory and every arrival on our barriers was counted by a wait above; still, no CTA
     // leaves while its peer runs, the rule for shared memory the cluster can reach.
     barrier_cluster_sync();
+#endif
+}
+
+// The slice probes' walk: a CTA's threads step through its slice of `slice4` float4s THREADS at a time (thread t takes
+// positions t, t + THREADS, ... of the slice repeated end to end), so every `slice4` positions read the slice once,
+// each warp's 32 positions 512 contiguous bytes. The host keeps slice4 >= THREADS, so one step wraps at most once.
+__device__ __forceinline__ int next_in_slice(int pos, int slice4) {
+    pos += THREADS;
+    return pos >= slice4 ? pos - slice4 : pos;
+}
+
+// L2 -> registers through LDG (.cg) over CTA blockIdx.x's own slice of the working set: `steps` groups of READ_UNROLL
+// loads per thread, each group issued before any of its sums, so READ_UNROLL loads per thread are in flight. Ones in,
+// so the sink (one store per thread, as probe_l2_read's) holds 4 * READ_UNROLL * steps: every load counted.
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_read_ldg(const float4* __restrict__ src, int slice4, int steps, float* __restrict__ sink) {
+    const float4* gS = src + (long long)blockIdx.x * slice4;  // [slice4] float4, this CTA's alone
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    int pos = threadIdx.x;
+    for (int i = 0; i < steps; ++i) {
+        float4 v[READ_UNROLL];
+#pragma unroll
+        for (int u = 0; u < READ_UNROLL; ++u) {
+            v[u] = __ldcg(&gS[pos]);  // .cg: L2 only, so every pass really reaches L2
+            pos = next_in_slice(pos, slice4);
+        }
+#pragma unroll
+        for (int u = 0; u < READ_UNROLL; ++u) {
+            acc.x += v[u].x; acc.y += v[u].y; acc.z += v[u].z; acc.w += v[u].w;
+        }
+    }
+    sink[blockIdx.x * THREADS + threadIdx.x] = acc.x + acc.y + acc.z + acc.w;
+}
+
+// L2 -> shared memory through cp.async.cg, 16 bytes a copy, as rung 05 loads, over CTA blockIdx.x's own slice: each
+// fill is `copies` copies per thread into one slot of a CP_SLOTS ring, committed as one group; before a thread refills
+// a slot it waits until at most CP_SLOTS - 1 of its groups are pending, i.e. that slot's last fill landed. Each thread
+// refills only its own words, so no barrier: nothing consumes the tiles, the path alone is timed. Launched with
+// CP_SLOTS * copies * THREADS * 16 bytes of dynamic shared memory and fills >= CP_SLOTS; the sink gets, per thread,
+// the first word of its last copy, which names the element it came from.
+extern "C" __global__ void __launch_bounds__(THREADS)
+probe_read_cp_async(const float4* __restrict__ src, int slice4, int copies, int fills, unsigned* __restrict__ sink) {
+    extern __shared__ __align__(1024) unsigned char ring[];  // the dynamic shared memory every ring probe names so
+    float4* const tiles = reinterpret_cast<float4*>(ring);   // [CP_SLOTS][copies][THREADS] float4, unswizzled
+    const float4* gS = src + (long long)blockIdx.x * slice4;  // [slice4] float4, this CTA's alone
+    int pos = threadIdx.x;
+    for (int f = 0; f < fills; ++f) {
+        if (f >= CP_SLOTS) cp_async_wait_group<CP_SLOTS - 1>();  // fill f - CP_SLOTS, this slot's last, has landed
+        float4* sS = tiles + (f % CP_SLOTS) * copies * THREADS;
+        for (int c = 0; c < copies; ++c) {
+            cp_async_16(smem_addr(&sS[c * THREADS + threadIdx.x]), &gS[pos]);
+            pos = next_in_slice(pos, slice4);
+        }
+        cp_async_commit_group();
+    }
+    cp_async_wait_group<0>();  // every copy of this thread landed; its own words, so no barrier before reading one
+    sink[blockIdx.x * THREADS + threadIdx.x] =
+        __float_as_uint(tiles[((fills - 1) % CP_SLOTS * copies + copies - 1) * THREADS + threadIdx.x].x);
+}
+
+// L2 -> shared memory through TMA, as probe_tma_l2 but with the box size, the ring depth and the walk chosen at run
+// time: thread 0 keeps `slots` boxes of [box_rows, 64] bf16 in flight from a working set of `boxes` boxes, `loads` in
+// all. shared = 0: CTA b reads only its own slice, boxes b * per_cta ... (b + 1) * per_cta - 1 round and round
+// (boxes = per_cta * gridDim.x), so no two CTAs ever load one line. shared = 1: box (b + i * gridDim.x) % boxes,
+// probe_tma_l2's walk, where CTAs outnumbering the boxes fetch one box at once. Launched with one warp per CTA and
+// slots * box_rows * 128 bytes of dynamic shared memory; sink gets the first word of the CTA's last box.
+extern "C" __global__ void __launch_bounds__(32)
+probe_read_tma(const __grid_constant__ TensorMap map, int box_rows, int boxes, int slots, int loads, int shared,
+               unsigned* __restrict__ sink) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(1024) unsigned char ring[];  // slots x [box_rows, 64] bf16, 128-byte swizzled
+    __shared__ __align__(8) unsigned long long full[READ_TMA_SLOTS];
+    if (threadIdx.x != 0) return;
+    const unsigned base = smem_addr(ring), box_bytes = box_rows * 128;  // box_rows % 8 == 0: slots on 1024 bytes
+    const int per_cta = boxes / gridDim.x;
+    for (int s = 0; s < slots; ++s) mbarrier_init(smem_addr(&full[s]), 1);
+    fence_mbarrier_init();
+    int s = 0, lap = 0, mine = 0;  // ring slot and lap of load i; the slice's box (shared = 0)
+    for (int i = 0; i < loads; ++i) {
+        const unsigned bar = smem_addr(&full[s]);
+        if (lap > 0) mbarrier_wait_parity(bar, (lap - 1) & 1);  // the slot's last box landed
+        mbarrier_arrive_expect_tx(bar, box_bytes);
+        const int box = shared ? (blockIdx.x + i * gridDim.x) % boxes : blockIdx.x * per_cta + mine;
+        tma_load_2d(base + s * box_bytes, &map, 0, box * box_rows, bar);
+        if (!shared && ++mine == per_cta) mine = 0;
+        if (++s == slots) s = 0, ++lap;
+    }
+    for (int i = loads > slots ? loads - slots : 0; i < loads; ++i)
+        mbarrier_wait_parity(smem_addr(&full[i % slots]), (i / slots) & 1);
+    sink[blockIdx.x] = reinterpret_cast<const unsigned*>(ring)[(loads - 1) % slots * box_bytes / 4];
 #endif
 }
 

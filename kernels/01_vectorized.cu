@@ -40,8 +40,8 @@ sgemm_vectorized(const float* __restrict__ A, const float* __restrict__ B, float
 
     for (int k0 = 0; k0 < K; k0 += BK) {
         const float4 a = *reinterpret_cast<const float4*>(&gA[a_row * K + k0 + a_col]);
-        sA[a_col + 0][a_row] = a.x;  // the transpose costs four 4-byte stores, paid once per tile,
-        sA[a_col + 1][a_row] = a.y;  // and saves 6 of every 8 A loads in the inner loop
+        sA[a_col + 0][a_row] = a.x;  // the transpose costs four 4-byte STS per tile (B's float4 is one STS.128)
+        sA[a_col + 1][a_row] = a.y;  // and saves no inner-loop loads: rung 4 already read sA as LDS.128, 32 per tile
         sA[a_col + 2][a_row] = a.z;
         sA[a_col + 3][a_row] = a.w;
         *reinterpret_cast<float4*>(&sB[b_row][b_col]) =

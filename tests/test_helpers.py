@@ -324,7 +324,7 @@ def test_each_chapter_says_which_of_its_kernels_need_an_h100():
         text = status.needs_text(r.chapter)
         assert r.id in text or f"all {len(chapter_rungs(r.chapter))} of its rungs" in text, (r.id, text)
         assert ("need a Hopper GPU" in text or "needs a Hopper GPU" in text) == (tuple(r.needs_cc) >= (9, 0)), text
-    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read, tma_multicast need a Hopper GPU" in \
+    assert "hgmma_peak, qgmma_peak, hgmma_n128, hgmma_n64, tma_l2_read, tma_multicast, read_tma need a Hopper GPU" in \
         status.needs_text("00")
     mixed = status.needs_text("11")
     assert "chapters 06-12 need a Hopper GPU" in mixed and "chapters 01-05 run live on any GPU from sm_80" in mixed
