@@ -253,3 +253,22 @@ def test_chapter_03_napkin_and_measurement(data):
     assert prof["stall_reasons"]["long_scoreboard"] < 0.2, "the wait for global loads is now a large part of rung 03's gap"
     kinds = by_kind(limit_of("03_mma_sync", 4096)["sites"])
     assert max(kinds, key=kinds.get) == "mma.sync", f"rung 03's warps no longer wait most at the HMMAs: {kinds}"
+
+
+def test_chapter_00_reads_the_paths_alike_and_separates_sharing_from_size(data):
+    """Chapter 00's alike sweep: at each working set LDG, cp.async and TMA (each CTA its own slice) are within 10% of
+    each other; at 2.7 MB TMA in the shared walk reads more than with distinct slices (sharing, not size, made the old
+    small-set number high); l2_read, one load in flight per thread, reads below LDG alike at the largest set; HBM read
+    alone runs above the copy; chapter 10's rungs draw more from L2 than the distinct-slice TMA roof at 2.7 MB."""
+    from helpers.figures import recorded_profile
+    from helpers.probes import READ_PATHS, READ_SETS
+    c = data["ceilings"]
+    for s in READ_SETS:
+        got = [c[f"read_{p}@{s}"]["value"] for p in READ_PATHS]
+        assert max(got) / min(got) < 1.1, f"the three load paths are no longer within 10% of each other at {s}: {got}"
+    shared, distinct = c["read_tma_shared@2.7MB"]["value"], c["read_tma@2.7MB"]["value"]
+    assert shared > distinct, f"TMA in the shared walk no longer reads more than distinct slices: {shared} vs {distinct}"
+    assert c["l2_read"]["value"] < c[f"read_ldg@{list(READ_SETS)[-1]}"]["value"], "l2_read no longer understates LDG"
+    assert c["hbm_read"]["value"] > c["hbm_copy"]["value"], "HBM read-only no longer runs above the copy"
+    drawn = [recorded_profile(r, 8192)["l2_tbps"] for r in ("10_persistent", "10_cluster", "10_beyond_cublas")]
+    assert min(drawn) > distinct, f"chapter 10's rungs no longer draw above the distinct-slice TMA roof: {drawn}"

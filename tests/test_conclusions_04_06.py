@@ -205,3 +205,24 @@ def test_chapter_06_teaches_what_the_run_measured(data):
         assert row(r, n).tflops >= value, f"{r} no longer meets its registry target"
     text = _markdown("06_wgmma.ipynb") + _rendered("06_wgmma.ipynb")
     assert not says(text, "because shared memory cannot deliver more")
+
+
+def test_chapters_05_and_06_verdicts_hold_against_the_alike_cp_async_roof(data):
+    """Chapters 05 and 06 hold their rungs against cp.async measured alike (chapter 00, the set nearest l2_read's) as
+    well as l2_read: cp.async alike reads above l2_read; rung 05's tile roof stays above its target (the same verdict
+    as l2_read's) and rung 05 stays under it; the narrow wgmma rung stays short of that roof, as of l2_read's."""
+    from helpers import build, rung
+    from helpers.probes import READ_SETS
+    c = data["ceilings"]
+    cp, old = c[f"read_cp_async@{list(READ_SETS)[-1]}"]["value"], c["l2_read"]["value"]
+    assert cp > old, f"cp.async measured alike no longer reads above l2_read: {cp} vs {old}"
+    k = build(rung("05_cp_async")).consts
+    per_byte = 2 * k["BM"] * k["BN"] * k["BK"] / ((k["BM"] + k["BN"]) * k["BK"] * 2)
+    goal, goal_n, _ = rung("05_cp_async").target
+    target = goal * c["hmma_peak"]["value"]
+    assert (per_byte * cp < target) == (per_byte * old < target), "the alike roof turns chapter 05's verdict"
+    assert _row(data, "05_cp_async", goal_n).tflops < per_byte * cp, "rung 05 now runs above the alike cp.async roof"
+    n = build(rung("06_wgmma_m64n64")).consts
+    narrow = n["BM"] * n["BN"] / (n["BM"] + n["BN"])
+    on = {roof: _row(data, "06_wgmma_m64n64", 4096).tflops / (narrow * roof) for roof in (cp, old)}
+    assert all(v < 0.95 for v in on.values()), f"the narrow rung now sits on a load-path roof: {on}"

@@ -428,3 +428,13 @@ def test_chapter_10_reads_and_fills_at_the_final_rung_and_the_default_cublas_row
     if not ref.startswith("cupy.matmul"):
         assert kernel not in data["crosscheck"][f"{FINAL}@8192"]["cublas_kernels"], \
             "the profiled default kernel is now the ratio's contender: chapter 10 says otherwise"
+
+
+def test_chapter_10_final_rung_lands_between_the_distinct_and_the_shared_tma_roofs(data):
+    """Chapter 10 holds the final rung's landed L2 bytes against TMA measured alike (chapter 00): above the
+    distinct-slice roof at 2.7 MB, because a GEMM's loads share, and under the shared walk's, the comparable roof."""
+    from helpers.figures import recorded_profile
+    c = data["ceilings"]
+    landed = recorded_profile("10_beyond_cublas", 8192)["l2_tbps"]
+    assert c["read_tma@2.7MB"]["value"] < landed < c["read_tma_shared@2.7MB"]["value"], \
+        f"the final rung's {landed:.2f} TB/s no longer lie between the distinct and the shared TMA roofs"

@@ -326,3 +326,12 @@ def test_chapter_12_barrier_is_idle_producers_and_wgmma_waits(data):
     peak = TENSOR_FLOP_PER_CLK * FP8_RATE
     assert peak * (64 + c["WGMMA_N"]) / (2 * 64 * c["WGMMA_N"]) == 80
     assert peak * (c["BM"] + c["BN"]) / (2 * c["BM"] * c["BN"]) == 48
+
+
+def test_chapter_12_both_rungs_land_under_the_shared_tma_roof(data):
+    """Chapter 12: against TMA measured alike in the shared walk at 2.7 MB (the comparable roof for a GEMM's loads),
+    rungs 12 and 10 both land under it at N = 8192."""
+    from helpers.figures import recorded_profile
+    shared = data["ceilings"]["read_tma_shared@2.7MB"]["value"]
+    drawn = {r: recorded_profile(r, 8192)["l2_tbps"] for r in ("12_fp8", "10_beyond_cublas")}
+    assert max(drawn.values()) < shared, f"a rung now lands at or above the shared TMA roof: {drawn} vs {shared}"
