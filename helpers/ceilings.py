@@ -18,13 +18,15 @@ from .store import obtain
 CEILINGS = {
     # id: (what it is, unit, how to measure it live)
     "hbm_copy": ("HBM copy bandwidth (read + write)", "TB/s", measure_hbm_copy),
-    "l2_read": ("L2 read bandwidth through LDG (.cg): the load path of rungs 01-06", "TB/s", measure_l2_read),
-    "tma_l2_read": ("L2 -> shared memory through TMA, a 20 MB working set (as l2_read's)", "TB/s", measure_tma_l2_read),
-    "tma_l2_gemm": ("L2 -> shared memory through TMA at a GEMM's working set (2.6 MB): the load path of rungs 07 on",
+    "l2_read": ("L2 read bandwidth through LDG (.cg), 40% of L2 walked grid-stride, one load in flight a thread: the "
+                "load path of rungs 01-06", "TB/s", measure_l2_read),
+    "tma_l2_read": ("L2 -> shared memory through TMA over 40% of L2 (as l2_read's)", "TB/s", measure_tma_l2_read),
+    "tma_l2_gemm": ("L2 -> shared memory through TMA at a GEMM's working set (5% of L2, CTAs sharing boxes): the load "
+                    "path of rungs 07 on",
                     "TB/s", measure_tma_l2_curve),
     # The same path multicast to 2-CTA clusters (rung 10's B tile): bytes landed in shared memory, both CTAs counted;
     # L2 supplies half of them (the detail).
-    "tma_multicast": ("L2 -> shared memory through TMA multicast to 2-CTA clusters at a GEMM's working set (2.6 MB), "
+    "tma_multicast": ("L2 -> shared memory through TMA multicast to 2-CTA clusters at a GEMM's working set (5% of L2), "
                       "bytes landed in both CTAs", "TB/s", measure_tma_multicast),
     "ffma_peak": ("FP32 FFMA peak (probe)", "TFLOP/s", measure_ffma_peak),
     "hmma_peak": ("BF16 mma.sync (HMMA) peak (probe)", "TFLOP/s", measure_hmma_peak),
