@@ -61,7 +61,8 @@ def test_chapter_11_renders_its_paragraphs_from_the_run(data):
         "a rendered-prose cell has no saved paragraph: run nb_splice"
     markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     for heading in ("## The main path", "## One step at a time", "## TFLOP/s against N",
-                    "## Where the final rung loses, and why", "## Shapes that are not square", "## Summary",
+                    "## Where the final rung loses, and why", "## Where the final rung's time goes",
+                    "## Shapes that are not square", "## Summary",
                     "## Exercises"):
         assert heading in markdown, heading
     text = _rendered()
@@ -234,3 +235,41 @@ def test_chapter_11_summary_holds(data):
     assert cc[0]["ok"] and cc[1]["ok"] and 0.5 * bar < abs(cc[0]["gap_points"]) <= bar, "the FP8 cross-check changed"
     gaps = {k: abs(e["gap_points"]) for k, e in data["crosscheck"].items()}
     assert max(gaps, key=gaps.get) == "12_fp8@4096", f"FP8 at 4096 is no longer the widest cross-check row: {gaps}"
+
+
+def test_chapter_11_budget_places_the_final_rungs_time(data):
+    """'Where the final rung's time goes': the clock is the largest line after the math from 2048 up and the contender's
+    time is above the clock-bound math at every size; at 1024, the furthest behind, the tail is about the gap; at 2048
+    and 3072 the gap is smaller than the tail and the epilogue together; where the rung is level the estimates
+    over-explain its time (the smem_port probe prices the fills above the in-kernel trace) by more than the gap; at
+    16384 the left line is large and the rung's and the contender's rates fall alike from 12288."""
+    from experiments import pingpong
+    from helpers.figures.ch11 import budget
+    from experiments import pingpong, smem_port
+    b = {v["n"]: v for v in budget([_row(data, FINAL, n) for n in SIZES], smem_port.with_fills,
+                                   pingpong.phases("cooperative"))}
+    assert set(b) == set(SIZES)
+    pts = {n: 100 * v["gap"] / v["us"] for n, v in b.items()}
+    assert all(abs(pts[n] - 100 * (1 - _row(data, FINAL, n).ratio)) < 1e-6 for n in SIZES)
+    others = ("tail", "fills", "epilogue", "left")
+    first = sorted(n for n, v in b.items() if v["clock"] > max(v[k] for k in others))
+    assert first == [n for n in SIZES if n >= 2048], f"the clock is no longer the largest line after the math: {first}"
+    assert all(v["cublas_us"] > v["math"] + v["clock"] for v in b.values()), \
+        "the contender now beats the math at the clock the rung ran at somewhere"
+    worst = max(b, key=lambda n: pts[n])
+    assert worst == 1024 and 0.8 <= b[1024]["tail"] / b[1024]["gap"] <= 1.25, \
+        f"at N = 1024 the tail is no longer about the gap: {b[1024]['tail']:.2f} against {b[1024]['gap']:.2f} us"
+    behind = sorted(n for n in b if pts[n] > 3 and n != worst)
+    assert behind == [2048, 3072] and all(b[n]["gap"] < b[n]["tail"] + b[n]["epilogue"] for n in behind), \
+        f"at 2048 and 3072 the gap is no longer smaller than the tail and the epilogue together: {behind}"
+    over = sorted(n for n, v in b.items() if v["left"] < 0)
+    level = [n for n in over if pts[n] <= 3]
+    assert level == [4096, 6144, 8192, 12288], f"the estimates no longer over-explain where the rung is level: {over}"
+    pipe = pingpong.phases("cooperative")["pipe"]
+    assert all(b[n]["gap"] < b[n]["fills"] - (b[n]["math"] + b[n]["clock"]) * (1 / pipe - 1) for n in level), \
+        "where the rung is level, the gap is no longer smaller than the two prices of the fills disagree"
+    assert b[16384]["left"] > 0.05 * b[16384]["us"], "at 16384 the left line is no longer large"
+    fall = b[12288]["us"] / b[16384]["us"] * (16384 / 12288) ** 3
+    cfall = b[12288]["cublas_us"] / b[16384]["cublas_us"] * (16384 / 12288) ** 3
+    assert fall < 0.95 and abs(fall - cfall) < 0.02, \
+        f"from 12288 to 16384 the rung's and the contender's rates no longer fall alike: {fall:.3f}, {cfall:.3f}"

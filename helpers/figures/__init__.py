@@ -3,6 +3,7 @@ hardware facts (helpers/hardware.py) and each kernel's own constants (`build(run
 redraws its picture instead of falsifying it. Each `fig_*` takes an optional Axes and returns the Axes it drew on;
 every one is importable from here (`from helpers.figures import fig_smem_budget`).
 
+    ch00 (the machine)          fig_read_paths, fig_memory_roofs
     ch01 (FP32 SIMT)            fig_simt_warp_sectors, fig_simt_thread_tiles, fig_simt_warp_tiles, fig_simt_lds_banks
     ch02 (WMMA)                 fig_wmma_warp_tiles, fig_wmma_intensity, fig_wmma_opaque
     ch03 (mma.sync)             fig_ldmatrix_lane_map, fig_warp_mma_tiling, fig_ldmatrix_bank_heat
@@ -20,6 +21,7 @@ every one is importable from here (`from helpers.figures import fig_smem_budget`
 
 common.py holds what they share (axes, clean, bytes per element, the colours of A, B and the warpgroup roles).
 """
+from .ch00 import fig_memory_roofs, fig_read_paths
 from .ch01 import fig_simt_lds_banks, fig_simt_thread_tiles, fig_simt_warp_sectors, fig_simt_warp_tiles
 from .ch02 import fig_wmma_intensity, fig_wmma_opaque, fig_wmma_warp_tiles
 from .ch03 import fig_ldmatrix_bank_heat, fig_ldmatrix_lane_map, fig_warp_mma_tiling
