@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from .hardware import (FFMA_FLOP_PER_CLK, KIB, MAX_SM_CLOCK_HZ, REGISTER_FILE, SCHEDULERS, SMEM_BYTES_PER_CLK,
                        SMEM_PER_BLOCK_OPTIN, SMS, TENSOR_FLOP_PER_CLK, WARP)
 from .csource import source
+# chapter 06's compiler exercise lives in ptxas_exercises; chapters import its verbs from here too
+from .ptxas_exercises import LAUNCH_BOUNDS, bounded, compiler_says, most_blocks, spill_free  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -79,89 +81,6 @@ def _ring_mistakes(stages_08: int, stages_same_tile: int) -> dict:
             4: ring_run(stages_same_tile, 24, release="at_commit")["by"]}
 
 
-# ---- edit a kernel, read the compiler's answer: ptxas's report on the learner's copy, graded on the CPU ----------
-
-LAUNCH_BOUNDS = "__launch_bounds__(THREADS)"   # chapter 06's kernel line that exercises 4 and 5 edit
-
-
-def compiler_says(rung_id: str, text: str) -> str:
-    """What ptxas made of an edited copy of a rung's kernel, compiled as written (NVRTC, no GPU): registers a thread,
-    bytes spilled, its advisories (the "(C7nnn)" lines), and how many blocks the registers and the shared memory let
-    one SM hold; or, where it refused, its reason in its own words."""
-    import re
-    from .compiler import compile_source
-    from .csource import CompileError
-    from .hardware import SMEM_RESERVED_PER_BLOCK
-    from .models import blocks_per_sm
-    from .registry import rung
-    r = rung(rung_id)
-    try:
-        b = compile_source(text, f"kernels/{r.path.name}", r.arch)
-    except CompileError as e:
-        said = re.findall(r"ptxas fatal\s*:\s*(\(C\d+\).*)", str(e))
-        return f"ptxas refused it: {said[0]}" if said else f"it does not compile: {e}"
-    if (res := b.resources.get(r.entry)) is None:
-        return f"compiled, but there is no kernel named {r.entry}: keep the extern \"C\" name."
-    lines = [f"ptxas compiled {r.entry}: {res.registers} registers a thread, " + (
-        f"{res.spill_stores} bytes of spill stores and {res.spill_loads} of spill loads (a {res.stack_bytes}-byte "
-        "stack frame in local memory)" if res.spill_stores + res.spill_loads else "nothing spilled")]
-    lines += [f"ptxas says: {m}" for m in re.findall(r"^ptxas \w+\s*:\s*(\(C\d+\).*)$", b.log, re.M)]
-    if {"THREADS", "SMEM_BYTES"} <= set(c := b.consts):
-        fit = blocks_per_sm(res.registers, c["THREADS"], c["SMEM_BYTES"] + SMEM_RESERVED_PER_BLOCK)
-        lines.append(f"one SM holds {fit['registers']} block(s) of {c['THREADS']} threads by registers, "
-                     f"{fit['shared memory']} by shared memory ({c['SMEM_BYTES'] / KIB:.0f} KiB a block)")
-    return "\n".join(lines)
-
-
-def bounded(rung_id: str, blocks: int) -> str:
-    """A rung's kernel asking ptxas for `blocks` blocks per SM: the second argument of its __launch_bounds__."""
-    text = source(rung_id)
-    if text.count(LAUNCH_BOUNDS) != 1:
-        raise RuntimeError(f"chapter 06's exercise is out of date: {LAUNCH_BOUNDS} is not in {rung_id} exactly once")
-    return text.replace(LAUNCH_BOUNDS, f"__launch_bounds__(THREADS, {blocks})")
-
-
-def spill_free(rung_id: str, blocks: int) -> bool:
-    """Does ptxas compile the rung asking for `blocks` blocks per SM with no spill (a refusal is a no)?"""
-    from .compiler import build
-    from .csource import CompileError
-    from .registry import rung
-    try:
-        res = build(rung_id, source=bounded(rung_id, blocks)).resources[rung(rung_id).entry]
-    except CompileError:
-        return False
-    return res.spill_stores + res.spill_loads == 0
-
-
-def _register_cap(threads: int, blocks: int) -> Callable:
-    """Chapter 06, exercise 4: the register cap ptxas compiles under for __launch_bounds__(threads, blocks)."""
-    from .models import launch_registers
-    cap, share = launch_registers(threads * blocks), REGISTER_FILE / (threads * blocks)
-    why = {int(share): f"{REGISTER_FILE:,} / ({blocks} x {threads}) = {share:.1f}, but a warp gets its registers 256 "
-                       "at a time, 8 a thread: round down to a multiple of 8",
-           255: "255 is what a thread may address with no second argument; the second asks for more blocks",
-           launch_registers(threads * (blocks - 1)): f"that is the cap for {blocks - 1} block(s) per SM"}
-    return lambda mine: (mine == cap, why.get(int(mine) if isinstance(mine, (int, float)) else mine,
-                                              f"split the SM's {REGISTER_FILE:,} registers among every thread of "
-                                              "the blocks asked for"))
-
-
-def most_blocks(rung_id: str, most: int = 4) -> int:
-    """The most blocks per SM (up to `most`) one may ask of a rung before ptxas spills or refuses."""
-    return next((b - 1 for b in range(1, most + 1) if not spill_free(rung_id, b)), most)
-
-
-def _most_blocks(rung_id: str, most: int = 4) -> Callable:
-    """Chapter 06, exercise 5, judged: most_blocks, with what a wrong count missed."""
-    from .models import launch_registers
-    best = most_blocks(rung_id, most)
-    cap = lambda b: launch_registers(_consts(rung_id)["THREADS"] * b)  # noqa: E731
-    return lambda mine: (mine == best, f"at {mine} ptxas compiles under {cap(mine)} registers and spills (or "
-                                       "refuses): compile it and read the report" if mine in range(best + 1, most + 1)
-                         else f"{best} blocks still compile with no spill: try more" if mine in range(1, best)
-                         else f"ask for 1 to {most} blocks in the cell above and read what ptxas reports each time")
-
-
 # ---- predict, then measure: a napkin number from the kernels' constexprs, held against this run's measurement ----
 
 INSTRUCTIONS_PER_COPY = 10             # chapter 07's upper end: a cp.async's LDGSTS and nine integer instructions
@@ -176,6 +95,28 @@ def _l2_cap(x: dict) -> float:
     """Chapter 02: the shared-memory rung's FLOP per byte of BF16 global loads, times the L2 bandwidth (TB/s)."""
     c = _consts("02_wmma_smem")
     return 2 * c["BM"] * c["BN"] * c["BK"] / ((c["BM"] + c["BN"]) * c["BK"] * 2) * x["l2"]
+
+
+def _cp_async_cap(x: dict) -> float:
+    """Chapter 05: the ring's block tile's FLOP per byte of BF16 copied from L2, times chapter 00's cp.async roof
+    measured alike (the context's `cp_async`, TB/s): the rate the load path allows, whatever the ring's depth."""
+    c = _consts("05_cp_async")
+    return 2 * c["BM"] * c["BN"] * c["BK"] / ((c["BM"] + c["BN"]) * c["BK"] * 2) * x["cp_async"]
+
+
+def _cp_async_cap_mistakes(x: dict) -> tuple:
+    """Chapter 05's usual wrong caps, each with what it got wrong."""
+    from .hardware import TENSOR_BOOST_HZ
+    cap, roof = _cp_async_cap(x), x["cp_async"]
+    per_byte = cap / roof
+    said = ((roof, f"that is the roof itself, bytes a second; each byte of this tile feeds {per_byte:.0f} FLOP"),
+            (SMS * TENSOR_FLOP_PER_CLK * TENSOR_BOOST_HZ / 1e12, "that is the tensor cores' datasheet peak, the "
+             "bound if bytes were free; the question asks what the bytes allow"),
+            (4096 / 2 * roof, "that counts each byte of A and B once for the whole product; every block copies its "
+                              "own panels, so use the block tile's FLOP per byte"))
+    old = ((per_byte * x["l2"], "that is the old roof, `l2_read`, with one load in flight a thread; take the cp.async "
+                                "roof measured alike"),) if "l2" in x else ()
+    return old + said
 
 
 def _ldmatrix_ceiling(x: dict) -> float:
@@ -311,6 +252,13 @@ PREDICTIONS = {
         "the cap counts bytes and nothing else. Each k tile is copy, barrier, compute, barrier, so no load overlaps "
         "any math inside a block; every fragment arrives as generic 32-bit loads (and MOVM transposes for B) issued "
         "by the same schedulers as the HMMA; and every warp waits out its loads' latency."),
+    ("05", 3): Prediction(
+        _cp_async_cap, lambda: _rate("05_cp_async"), "05_cp_async at N=4096", "{:.0f} TFLOP/s", 0.1,
+        "the cap is the load path's alone, and holds only where the copies keep L2 busy every cycle and nothing else "
+        "waits. Each block copies its tiles in bursts, one per barrier; every k tile ends at a __syncthreads; and with "
+        "two warps per scheduler a warp's fixed-latency waits (an ldmatrix result before its mma.sync, the address "
+        "arithmetic) are covered by at most one other warp. The profile under *What limits it* says which dominates.",
+        _cp_async_cap_mistakes),
     ("03", 3): Prediction(
         _ldmatrix_ceiling, lambda: _rate("03_mma_sync"), "03_mma_sync at N=4096", "{:.1f} TFLOP/s", 0.2,
         "the ceiling assumes the boost clock and the shared-memory pipe busy every cycle; under load the kernel runs "
@@ -372,6 +320,7 @@ def comparison(p: Prediction, mine: float) -> list[str]:
 def _expected(chapter: str, x: dict) -> dict:
     """{exercise number: expected answer} for a chapter, from the same explorers and measurements it shows."""
     from .models import conflict_degree, launch_registers, mma_fragment, register_budget, wgmma_desc_encode
+    from .ptxas_exercises import _fewest_consumer_regs, _most_blocks, _register_cap
     from .tiles import waves
     if chapter == "10":
         return _ch10(x)
@@ -397,7 +346,7 @@ def _expected(chapter: str, x: dict) -> dict:
         "08": lambda: {1: 2 * (16 // 7), 2: (SMEM_PER_BLOCK_OPTIN - 2 * KIB) // ((128 * 64 + 256 * 64) * 2),
                        **_ring_mistakes(_consts("08_warp_specialized")["STAGES"], _consts("08_same_tile")["STAGES"])},
         "09": lambda: {1: max(v for v in range(24, 257, 8) if register_budget(24, v, 3)["fits"]),
-                       2: launch_registers(384)},
+                       2: launch_registers(384), 3: _fewest_consumer_regs()},
     }
     return table[chapter]()
 

@@ -129,7 +129,8 @@ def test_a_swizzle_that_is_not_a_permutation_is_rejected():
 
 def test_the_expected_answers_match_the_worked_solutions():
     from helpers.exercises import _expected
-    assert _expected("09", {}) == {1: 160, 2: 168}
+    nine = _expected("09", {})
+    assert (nine[1], nine[2]) == (160, 168) and nine[3](192) == (True, "")  # exercise 3 is judged by ptxas's report
     # tile 16 waits for empty[2]'s phase 1 (2 releases x 2 consumers); 256 arrivals a phase stop the 7-stage ring at
     # tile 7; an early release lets tile 3 land on tile 0 in 08_same_tile's 3-stage ring
     assert _expected("08", {}) == {1: 4, 2: 4, 3: 7, 4: 3}
@@ -140,7 +141,8 @@ def test_the_expected_answers_match_the_worked_solutions():
 # ---- predict, then measure: the napkin's number comes from the constexprs, the measurement from the run --------
 
 # chapter: (exercise, context)
-PREDICT = {"02": (3, {"l2": 7.36}), "03": (3, {}), "04": (4, {}), "06": (3, {}), "07": (5, {})}
+PREDICT = {"02": (3, {"l2": 7.36}), "03": (3, {}), "04": (4, {}), "05": (3, {"cp_async": 9.04, "l2": 8.33}),
+           "06": (3, {}), "07": (5, {})}
 
 
 def test_the_predictions_are_the_chapters_napkins():
@@ -148,6 +150,7 @@ def test_the_predictions_are_the_chapters_napkins():
     assert _predicted("02", {"l2": 1.0}) == {3: 32.0}                     # 64 x 64 tile: 32 FLOP/byte x L2 TB/s
     assert round(_predicted("03", {})[3]) == 126                          # 2,176 wavefronts per k tile
     assert _predicted("04", {}) == {4: 2048 - 384}                        # 64 x 4 x 3 + 32 x 4 x 7 wavefronts saved
+    assert _predicted("05", {"cp_async": 1.0}) == {3: 64.0}              # 128 x 128 tile: 64 FLOP/byte x cp.async TB/s
     assert _predicted("06", {})[3] == pytest.approx(4 / 3)                # 128 x 256: 85.3 FLOP/B against 64
     assert _predicted("07", {})[5] == pytest.approx((1024 + 2 * 12 * 10) / 1024)
 
@@ -182,6 +185,8 @@ def _variant(rung_id: str, **config) -> dict:
     ("03", "03_mma_sync", {"WN": 64}, 2 * 128 * 128 * 32 / 1664 * SMS * MAX_SM_CLOCK_HZ / 1e12),
     # 4 warps of 64 x 64: 4 x 2 k steps x (4 A loads x 4 phases x 3 saved + 4 B loads x 4 phases x 7 saved)
     ("04", "04_swizzle", {"WN": 64}, 4 * 2 * (4 * 4 * 3 + 4 * 4 * 7)),
+    # a 128 x 64 block tile in rung 05: 2 x 128 x 64 x 32 FLOP on (128 + 64) x 32 x 2 bytes, 42.7 FLOP per byte
+    ("05", "05_cp_async", {"BN": 64}, 128 * 64 / (128 + 64) * 9.04),
     # a 128 x 128 block tile loads 64 FLOP per byte, as the narrow rung does: no gain left on the load-path roof
     ("06", "06_wgmma_wide", {"BN": 128, "WGMMA_N": 128}, 1.0),
     # a 128 x 128 tile in rung 06: 4 + 4 copies per thread, 2 warps per scheduler, 10 instructions per copy
@@ -239,11 +244,13 @@ def test_the_worked_predictions_say_what_the_recorded_run_measured():
                            if "remove-input" in c["metadata"].get("tags", []) else c["source"])  # what the book shows
         (text,) = [t for t in ("".join(shown(c)) for c in cells) if "<summary><b>Solutions" in t]
         return " ".join(text.split())
-    said = {name: solutions(name) for name in ("02_wmma", "03_mma_sync", "06_wgmma", "07_tma")}
+    said = {name: solutions(name) for name in ("02_wmma", "03_mma_sync", "05_cp_async", "06_wgmma", "07_tma")}
     assert "reaches roughly half of it" in said["02_wmma"]
     assert 0.4 <= t("02_wmma_smem") / _predicted("02", {"l2": data["ceilings"]["l2_read"]["value"]})[3] <= 0.6
     assert "The measured rate stays under it" in said["03_mma_sync"]  # at the kernel's own clock (counters, item C)
     assert t("03_mma_sync") < 0.8 * _predicted("03", {})[3]
+    assert "The measured rate is well below it" in said["05_cp_async"]  # the cp.async roof bounds the copies alone
+    assert t("05_cp_async") < 0.9 * _predicted("05", {"cp_async": data["ceilings"]["read_cp_async@21.6MB"]["value"]})[3]
     assert "The measured factor is well below it" in said["06_wgmma"]
     assert t("06_wgmma_wide") / t("06_wgmma_m64n64") < 0.9 * _predicted("06", {})[3]
     assert "is smaller, and inside the napkin's range" in said["07_tma"]
@@ -301,7 +308,7 @@ def test_the_measured_saving_is_chapter_04s_cycles_per_k_tile(monkeypatch):
 
 def test_asking_for_blocks_changes_one_line_of_the_kernel():
     from helpers.csource import read_consts, source
-    from helpers.exercises import bounded
+    from helpers.ptxas_exercises import bounded
     [(old, new)] = _changed_lines(source("06_wgmma_m64n64"), bounded("06_wgmma_m64n64", 3))
     assert old.strip().endswith("__launch_bounds__(THREADS)") and new.strip().endswith("__launch_bounds__(THREADS, 3)")
     assert read_consts(bounded("06_wgmma_m64n64", 3)) == read_consts(source("06_wgmma_m64n64"))
@@ -312,7 +319,7 @@ def test_the_compiler_answers_the_launch_bounds_exercise():
     # accumulators and addresses spill under it and ptxas serializes the wgmmas (C7512); 2 blocks (128) fit. The wide
     # rung's 128 accumulators cannot compile under 128 at all (C7602). Shared memory holds one block either way.
     from helpers.csource import source
-    from helpers.exercises import bounded, compiler_says, most_blocks
+    from helpers.ptxas_exercises import bounded, compiler_says, most_blocks
     from helpers.models import launch_registers
     assert launch_registers(256 * 3) == 80 and launch_registers(256 * 2) == 128
     as_built = compiler_says("06_wgmma_m64n64", source("06_wgmma_m64n64"))
@@ -492,3 +499,80 @@ def test_every_prediction_is_asked_before_anything_is_measured():
         sets = [k for k, s in enumerate(src) if cells[k]["cell_type"] == "code" and re.search(rf"^{var} = ", s, re.M)]
         measured = next(k for k, s in enumerate(src) if cells[k]["cell_type"] == "code" and "measure(" in s)
         assert sets == [asked + 1] and asked + 1 < measured, (ch, i, sets, measured)
+
+
+def test_chapter_06_still_imports_the_compiler_exercise_from_exercises():
+    # the compiler exercise moved to helpers/ptxas_exercises.py; chapter 06's cells import its verbs from
+    # helpers.exercises, which re-exports the very same functions
+    import json
+    import re
+    from helpers import exercises, ptxas_exercises
+    from helpers.registry import ROOT
+    cells = json.loads((ROOT / "chapters" / "06_wgmma.ipynb").read_text())["cells"]
+    names = {n.strip() for c in cells if c["cell_type"] == "code"
+             for line in re.findall(r"^from helpers\.exercises import ([^#\n]+)", "".join(c["source"]), re.M)
+             for n in line.split(",")}
+    assert {"bounded", "compiler_says", "most_blocks"} <= names
+    assert all(getattr(exercises, n) is getattr(ptxas_exercises, n) for n in names - {"grade"})
+
+
+def test_the_predicted_cp_async_cap_names_the_usual_mistakes(capsys, monkeypatch):
+    # ch 05, exercise 3: 64 FLOP per byte x the cp.async roof measured alike; each usual wrong cap gets its own hint
+    from helpers.exercises import grade
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    ctx = {"cp_async": 9.04, "l2": 8.33}
+    for wrong, why in ((64 * 8.33, "`l2_read`"), (9.04, "the roof itself"), (989.4, "datasheet peak"),
+                       (2048 * 9.04, "whole product"), (128 * 9.04, "twice the answer")):
+        grade("05", {3: wrong}, **ctx)
+        out = capsys.readouterr().out
+        assert out.startswith("exercise 3: not yet: ") and why in out.splitlines()[0], (wrong, out)
+    grade("05", {3: 64 * 9.04}, **ctx)
+    out = capsys.readouterr().out
+    assert "exercise 3: correct" in out and "05_cp_async at N=4096" in out and "TFLOP/s" in out, out
+
+
+# ---- chapter 09, exercise 3: lower the consumers' setmaxnreg allowance until the 128 x 320 tile spills (NVRTC) ----
+
+def test_the_consumers_floor_is_read_from_ptxas():
+    # 09_wide's consumers hold 160 accumulators (64 x 320 / 128); the napkin's 160 + 24 = 184 spills (C7512), 192 is
+    # the least allowance with nothing spilled, and every step from it up to the kernel's 240 compiles clean
+    from helpers.csource import read_consts, source
+    from helpers.ptxas_exercises import compiler_says, fewest_consumer_regs, spills_at, with_consumer_regs
+    [(old, new)] = _changed_lines(source("09_wide"), with_consumer_regs(192))
+    assert old.strip().startswith("constexpr int CONSUMER_REGS = 240;") and "CONSUMER_REGS = 192;" in new
+    assert {k: v for k, v in read_consts(with_consumer_regs(192)).items() if k != "CONSUMER_REGS"} == \
+        {k: v for k, v in read_consts(source("09_wide")).items() if k != "CONSUMER_REGS"}
+    assert fewest_consumer_regs() == 192
+    assert all(spills_at(v) == 0 for v in range(192, 241, 8)) and spills_at(184) > 0
+    assert spills_at(248) is None  # past the block's pool: the kernel's static_assert refuses it
+    said = compiler_says("09_wide", with_consumer_regs(184))
+    assert "bytes of spill stores" in said and "(C7512)" in said, said
+    assert "nothing spilled" in compiler_says("09_wide", with_consumer_regs(192))
+
+
+def test_the_consumers_floor_is_graded_with_the_usual_mistakes(capsys):
+    from helpers.exercises import grade
+    for mine, said in ((192, "exercise 3: correct"), (192.0, "exercise 3: correct"),
+                       (184, "exercise 3: not yet: 184 is the napkin's 160 + 24; at 184 ptxas spills"),
+                       (168, "exercise 3: not yet: 168 is the launch cap"),
+                       (160, "exercise 3: not yet: 160 holds the accumulators alone"),
+                       (240, "exercise 3: not yet: 240 is the kernel's own allowance"),
+                       (208, "exercise 3: not yet: 208 still compiles with no spill: try less"),
+                       (248, "exercise 3: not yet: with the producer at 24, 248 is past the block's pool"),
+                       (190, "exercise 3: not yet: setmaxnreg takes a multiple of 8"),
+                       ("192", "exercise 3: not yet: an allowance is a whole number")):
+        grade("09", {3: mine})
+        out = capsys.readouterr().out.strip()
+        assert out.startswith(said), (mine, out)
+
+
+def test_chapter_09s_edit_cell_edits_the_line_the_exercise_names():
+    # the cell hands the reader 09_wide's source with CONSUMER_REGS on one line to edit; as shipped it edits nothing
+    import json
+    from helpers.csource import source
+    from helpers.ptxas_exercises import CONSUMER_REGS
+    from helpers.registry import ROOT
+    cells = json.loads((ROOT / "chapters" / "09_setmaxnreg.ipynb").read_text())["cells"]
+    (cell,) = ["".join(c["source"]) for c in cells if c.get("id") == "w09-ptxas"]
+    line = CONSUMER_REGS.format(240)
+    assert cell.count(line) == 2 and source("09_wide").count(line) == 1
