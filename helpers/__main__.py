@@ -99,11 +99,28 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """The CLI. --replay sets replay for this command only: the flag and the variable it sets are put back after, so a
+    caller in the same process (a test, a notebook) keeps its own mode and its own banner."""
+    from . import gpu
+    before = os.environ.get(REPLAY_ENV)
+    try:
+        return _main(argv)
+    finally:
+        gpu.REPLAY_FLAG = None
+        if before is None:
+            os.environ.pop(REPLAY_ENV, None)
+        else:
+            os.environ[REPLAY_ENV] = before
+
+
+def _main(argv=None) -> int:
     p = _parser()
     args = p.parse_args(argv)
-    if getattr(args, "replay", False):
+    from . import gpu
+    gpu.REPLAY_FLAG = "--replay" if getattr(args, "replay", False) else None  # named in the banner, not the variable
+    if gpu.REPLAY_FLAG:
         os.environ[REPLAY_ENV] = "1"
-    from . import gpu, registry  # after the env var, so mode detection sees it
+    from . import registry
     from .results import ResultsError, load, path_for
     try:
         gpu.replay_forced()
@@ -277,8 +294,9 @@ def _check(r, shape: tuple) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     gap = missing(r.needs_cc, r.arch)  # the clause why_not_live builds its sentence from
-    if gap:
-        print(f"error: {gap[0].upper()}{gap[1:]}, so nothing can be checked here.", file=sys.stderr)
+    if gap:  # the book's own check of this rung was recorded with its timing: say where to read it
+        print(f"error: {gap[0].upper()}{gap[1:]}, so nothing can be checked here; the recorded check of {r.id} is the "
+              f"'correct' column of `python -m helpers ladder --replay --rungs {r.id}`.", file=sys.stderr)
         return 2
     try:
         result = check(r, *shape)
@@ -289,5 +307,18 @@ def _check(r, shape: tuple) -> int:
     return 0 if result.ok else 1
 
 
+def run(argv=None) -> int:
+    """main() for a shell: output piped into a reader that stops early (`sass 07_tma --listing | head`) ends the
+    command quietly, as it ends cat or grep, instead of in a BrokenPipeError traceback."""
+    try:
+        code = main(argv)
+        sys.stdout.flush()  # inside the try: a pipe closed after the last print fails here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # Python flushes stdout again at exit; pointing it at /dev/null keeps that flush from printing a second error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0  # the reader took what they wanted: nothing failed
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -172,10 +172,31 @@ def _errors_only(log: str) -> str:
     return "\n\n".join(keep) or log.strip()
 
 
+def _not_code(lines: list[str]) -> list[bool]:
+    """Per line, whether it holds no C++ token: blank, a comment, or a preprocessor line (a `#pragma unroll` before
+    a loop, a `#define` and its `\\` continuations). A missing ';' belongs before such lines, not on them."""
+    out, directive, comment = [], False, False
+    for raw in lines:
+        text = raw.strip()
+        if comment:  # inside a /* ... */ that opened on an earlier line
+            comment = "*/" not in text
+            quiet = comment or text.endswith("*/")
+        elif directive or text.startswith("#"):
+            directive, quiet = True, True
+        else:
+            opens = text.startswith("/*")
+            comment = opens and "*/" not in text
+            quiet = not text or text.startswith("//") or comment or (opens and text.endswith("*/"))
+        out.append(quiet)
+        directive = directive and text.endswith("\\")  # a continued directive runs on to the next line
+    return out
+
+
 def _error_with_line(log: str, files: dict[str, str], name: str) -> str:
     """Turn NVRTC's first error into 'file line N: message', the numbered lines around it (the culprit marked), and
     the compiler's errors without its warnings. A missing ';' is reported at the next token, often the next line:
-    when the caret sits on a line's first token, the line named is the code line before it, where the ';' belongs."""
+    when the caret sits on a line's first token, the line named is the code line before it (past blank, comment and
+    preprocessor lines: most loops here open with `#pragma unroll`), where the ';' belongs."""
     m = re.search(r"^(.*?)\((\d+)\): (?:catastrophic )?error:?\s*(.*)$", log, re.M)
     if not m:
         return f"{name} failed to compile:\n{log.strip()}"
@@ -188,8 +209,9 @@ def _error_with_line(log: str, files: dict[str, str], name: str) -> str:
         caret = after[1].index("^") - 2 if len(after) == 2 and "^" in after[1] else None  # both indented by 2
         text = lines[line - 1]
         if caret is None or caret <= len(text) - len(text.lstrip()):
+            quiet = _not_code(lines)
             before = line - 1
-            while before >= 1 and (not lines[before - 1].strip() or lines[before - 1].strip().startswith("//")):
+            while before >= 1 and quiet[before - 1]:
                 before -= 1
             if before >= 1:
                 what = f'expected a ";" at the end of this line (the compiler noticed at line {line}, the next token)'

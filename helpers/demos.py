@@ -45,18 +45,36 @@ def demo_check(rung_id: str, label: str, config: dict, m: int, n: int, k: int, s
     return labelled(*obtain("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
 
 
+# What a reader is told wherever a variant ran in a child process (demo_fault here, the playground's runs): the
+# fault, hang or crash ended that process, not the notebook's. One wording, so the chapters and the playground agree.
+IN_CHILD = ("The variant ran in a child process: this notebook's Python kernel and its GPU context are unaffected, so "
+            "nothing needs restarting.")
+_IN_PROCESS = " This process's CUDA context is now unusable"  # how helpers.kernel.faults_explained's advice begins
+
+
+def in_child(message: str) -> str:
+    """A KernelFault's sentence as the notebook should read it when the variant ran in a child process: the advice
+    to restart the Python kernel (right in the process that faulted, wrong in the notebook) becomes IN_CHILD. A
+    message without that advice (a check verdict: nothing trapped) is returned as it is."""
+    head, advice, _ = message.partition(_IN_PROCESS)
+    return f"{head} {IN_CHILD}" if advice else message
+
+
 def demo_fault(rung_id: str, label: str, config: dict, m: int, n: int, k: int, save: bool = True) -> dict:
     """Run a variant that is expected to trap in a child process (a trap ends that process's CUDA context) and
-    keep the one-sentence explanation check() gives."""
+    keep the one-sentence explanation check() gives, told as the notebook sees it (in_child): recorded entries
+    kept the child's own advice to restart, so the sentence is retold when read, live or replayed."""
     r = _rung(rung_id)
 
     def how() -> dict:
         proc = subprocess.run([sys.executable, "-c", "from helpers.demos import fault_child; fault_child()", r.id,
                                json.dumps(config), str(m), str(n), str(k)], capture_output=True, text=True, timeout=120)
         got = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {
-            "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]}", "seconds": None}
+            "message": f"the child process ended with {proc.returncode}: {proc.stderr[-500:]} {IN_CHILD}",
+            "seconds": None}
         return {"rung": r.id, "change": config, "shape": [m, n, k], **got}
-    return labelled(*obtain("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
+    got = labelled(*obtain("demos", f"{r.id}:{label}", how, r.needs_cc, r.arch, save))
+    return {**got, "message": in_child(got["message"])}
 
 
 def fault_child() -> None:

@@ -1,7 +1,6 @@
-"""Kernel-editing exercises: a rung's source with one deliberate bug, and the fix. Chapters hand the broken
-source to the learner (edit it, then `playground.play`); tests check that the broken one fails and the
-reference solution passes, on the GPU, and that both compile, everywhere. The chapters' numeric answers live here
-too; a predict-then-measure answer is also held against the run's measurement, or the recorded one."""
+"""The chapters' exercises, graded: the expected answers, the usual wrong ones with what each got wrong, and a
+predict-then-measure answer held against the run's measurement, or the recorded one. The fix-the-kernel exercises
+live in kernel_exercises, the compiler's in ptxas_exercises; chapters import them from here."""
 from __future__ import annotations
 
 import textwrap
@@ -10,54 +9,10 @@ from dataclasses import dataclass
 
 from .hardware import (FFMA_FLOP_PER_CLK, KIB, MAX_SM_CLOCK_HZ, REGISTER_FILE, SCHEDULERS, SMEM_BYTES_PER_CLK,
                        SMEM_PER_BLOCK_OPTIN, SMS, TENSOR_FLOP_PER_CLK, WARP)
-from .csource import source
 # chapter 06's compiler exercise lives in ptxas_exercises; chapters import its verbs from here too
 from .ptxas_exercises import LAUNCH_BOUNDS, bounded, compiler_says, most_blocks, spill_free  # noqa: F401
-
-
-@dataclass(frozen=True)
-class KernelExercise:
-    rung: str
-    task: str       # what the learner is told
-    bug: tuple      # (text in the rung's source, what the broken copy has instead)
-
-    def broken(self) -> str:
-        good, bad = self.bug
-        src = source(self.rung)
-        if src.count(good) != 1:
-            raise RuntimeError(f"exercise for {self.rung} is out of date: {good!r} is not in its source exactly once")
-        return src.replace(good, bad)
-
-    def solution(self) -> str:
-        return source(self.rung)
-
-    def edit(self) -> dict:
-        """Show the broken copy in the playground's editor (numbered lines, a button that compiles, checks and times
-        the edit, a reset back to the broken copy) and return its parts: parts["code"].value is the text as edited.
-        Beside the widget a plain line says what it holds, for a reader without a kernel (the built book)."""
-        from IPython.display import display
-        from .explore import widget_bundle
-        from .playground import editor
-        widget, parts = editor(self.rung, text=self.broken(), rungs=(self.rung,))
-        display(widget_bundle(widget, f"An editor holding a broken copy of {self.rung}'s kernel beside its line "
-                                      "numbers (run this cell in Jupyter to use it)."), raw=True)
-        print(f"The editor holds a copy of kernels/{self.rung}.cu, {len(parts['code'].value.splitlines())} numbered "
-              f"lines, with one bug in it. Fix it there and press \"compile, check and time\"; \"reset\" brings the "
-              "broken copy back.")
-        return parts
-
-
-KERNEL_EXERCISES = {
-    "04_swizzle_store": KernelExercise(
-        "04_swizzle", "Symptom: it compiles, runs and never faults, yet the check finds C wrong almost everywhere "
-        "(a relative error near 1), at every shape. One line of the copy is to blame: find it and fix it.",
-        ("&sB[swizzle<BN>(r, c)]) = *reinterpret_cast<const uint4*>(&gB[(k0 + r) * N + c]);",
-         "&sB[r * BN + c]) = *reinterpret_cast<const uint4*>(&gB[(k0 + r) * N + c]);")),
-    "07_expect_tx": KernelExercise(
-        "07_tma", "Symptom: the kernel never finishes; after 4 s its bounded mbarrier wait traps, and the check "
-        "reports it. Nothing faults before that. One constant is to blame: find it and fix it.",
-        ("constexpr int TX_BYTES = (A_TILE + B_TILE) * 2;", "constexpr int TX_BYTES = (A_TILE + B_TILE) * 4;")),
-}
+# the fix-the-kernel exercises (chapters 04 and 07) live in kernel_exercises; chapters import them from here too
+from .kernel_exercises import KERNEL_EXERCISES, KernelExercise  # noqa: F401
 
 
 # ---- the chapters' numeric exercises: the expected answers live here, not in the notebooks' check cells ----------
@@ -71,6 +26,55 @@ def _ch10(x: dict) -> dict:
             2: waves(4096, 4096, c["CLUSTER_BM"], c["BN"], clusters)["busiest"],
             3: [p["producer_waits_empty"] for p in ring_parities(4, 10)],
             4: clusters * last["busiest"] - last["tiles"], 6: epilogue_order}
+
+
+def _usual(chapter: str, x: dict) -> dict:
+    """{exercise: ((a usual wrong answer, what it got wrong), ...)} for the answers that are not predictions: the
+    multicast's bytes, the other side's parity, a factor of two. Only the mistakes that differ from the answer."""
+    from .models import ring_parities
+    from .tiles import waves
+    usual: dict = {}
+    if chapter == "07":
+        own = [p["consumer_waits_full"] for p in ring_parities(4, 10)]
+        usual = {1: (((128 + 128) * 64 * 4, "that counts 4 bytes an element; a bf16 value is 2 (exercise 3's broken copy does the "
+                               "same)"),
+                     (16384, "that is the elements of A and B, or the bytes of one of them; expect_tx counts the "
+                             "bytes of both boxes"),
+                     (49152, "that is rung 07's own 128 x 256 tile; the question asks for a 128 x 128 one")),
+                 2: (([kt & 1 for kt in range(10)], "that flips the parity every tile; it flips once a lap, when the "
+                                                   "ring wraps after 4 tiles"),
+                     ([kt // 4 for kt in range(10)], "those are the laps; the wait takes the lap's parity, lap & 1, "
+                                                     "so lap 2 waits for parity 0 again"),
+                     ([p ^ 1 for p in own], "that is the producer's parity on the empty barrier, the phase before "
+                                            "its lap; the consumers wait on the full barrier for their own lap's "
+                                            "phase"))}
+    if chapter == "10":
+        c, k = x["c"], x["clusters"]
+        tx, own = (c["BM"] + c["BN"]) * c["BK"] * 2, (c["BM"] + c["BN"] // c["CLUSTER"]) * c["BK"] * 2
+        producer = [p["producer_waits_empty"] for p in ring_parities(4, 10)]
+        busiest = lambda bm, clusters: waves(4096, 4096, bm, c["BN"], clusters)["busiest"]  # noqa: E731
+        last = lambda bm, clusters: clusters * waves(6144, 6144, bm, c["BN"], clusters)["busiest"] - \
+            waves(6144, 6144, bm, c["BN"], clusters)["tiles"]  # noqa: E731
+        cta = (f"that counts the CTAs' {c['BM']} x {c['BN']} tiles; a cluster computes one {c['CLUSTER_BM']} x "
+               f"{c['BN']} tile")
+        blocks = f"that shares the tiles among {k * c['CLUSTER']} CTAs; the {c['CLUSTER']} CTAs of a cluster share one"
+        usual = {1: ((own, f"that is what this CTA fetches itself; the partner multicasts the other {tx - own:,} bytes "
+                           "of B into this CTA's stage and they count down the same barrier, so announcing "
+                           f"{own:,} releases the slot before that half lands"),
+                     (2 * tx, "that counts 4 bytes an element; a bf16 value is 2"),
+                     ((2 * c["BM"] + c["BN"]) * c["BK"] * 2, "that counts the partner's A too; only B is "
+                                                             "multicast, each CTA's A lands in its own stage alone"),
+                     (c["BM"] * c["BK"] * 2, "that is A alone; both halves of B land in the stage too")),
+                 2: ((busiest(c["BM"], k), cta), (busiest(c["CLUSTER_BM"], k * c["CLUSTER"]), blocks)),
+                 3: (([p ^ 1 for p in producer], "that is the consumers' parity on the full barrier, their own lap's "
+                                                "phase; the producer waits on the empty barrier for the phase before "
+                                                "its lap, the lap's parity flipped: lap 0 asks for parity 1, which a "
+                                                "fresh barrier reports complete"),
+                     ([it & 1 for it in range(10)], "that flips the parity every tile; it flips once a lap, when the "
+                                                    "ring wraps after 4 tiles")),
+                 4: ((last(c["BM"], k), cta), (last(c["CLUSTER_BM"], k * c["CLUSTER"]), blocks))}
+    right = _expected(chapter, x) if usual else {}
+    return {i: tuple((w, why) for w, why in said if w != right.get(i)) for i, said in usual.items()}
 
 
 def _ring_mistakes(stages_08: int, stages_same_tile: int) -> dict:
@@ -384,8 +388,15 @@ HINTS = ((2.0, "twice the answer: a factor of 2 counted once too often (an FMA i
 
 
 def _hint(mine, expected, rel: float, mistakes: tuple = ()) -> str:
-    """Why a numeric answer is off, when it is off in one of the usual ways (an exercise's own `mistakes`, (wrong
-    answer, what it got wrong) pairs, first); else how close it must come."""
+    """Why an answer is off, when it is off in one of the usual ways (an exercise's own `mistakes`, (wrong answer,
+    what it got wrong) pairs, first; a list must equal one); else how close a number must come."""
+    if isinstance(mine, (list, tuple)):
+        said = next((why for wrong, why in mistakes if isinstance(wrong, list) and list(mine) == wrong), None)
+        if said:
+            return f": {said}"
+        if isinstance(expected, list) and len(mine) != len(expected):
+            return f": {len(expected)} values are asked for, and the list has {len(mine)}"
+        return ""
     if not isinstance(mine, (int, float)) or not isinstance(expected, (int, float)) or not expected or not mine:
         return ""
     slack = max(rel, 0.02)
@@ -413,7 +424,7 @@ def mark(name: str, mine, expected, rel: float = 0.0, mistakes: tuple = ()) -> s
         # 1.9 / 2.0 - 1 is -0.050000000000000044 in binary floating point
         ok = isinstance(mine, (int, float)) and abs(mine / expected - 1) <= rel + 1e-9
     else:
-        ok = mine == expected
+        ok = list(mine) == expected if isinstance(mine, tuple) and isinstance(expected, list) else mine == expected
     return f"{name}: correct" if ok else f"{name}: not yet{_hint(mine, expected, rel, mistakes)}"
 
 
@@ -422,8 +433,9 @@ def grade(chapter: str, answers: dict, **context) -> None:
     ceilings, the kernel's constants, the number of clusters). A prediction that matches the napkin is then held
     against the measurement (this run's, or the recorded one), and the report says which it was."""
     expected = {**_expected(chapter, context), **_predicted(chapter, context)}
+    mistakes = _usual(chapter, context)
     for i, mine in answers.items():
-        usual = PREDICTIONS[chapter, i].mistakes(context) if (chapter, i) in PREDICTIONS else ()
+        usual = mistakes.get(i, ()) + (PREDICTIONS[chapter, i].mistakes(context) if (chapter, i) in PREDICTIONS else ())
         said = mark(f"exercise {i}", mine, expected[i], TOLERANCE.get((chapter, i), TOLERANCE.get(chapter, 0.0)), usual)
         print(said)
         if (chapter, i) in PREDICTIONS and mine is not None:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from .compiler import nvrtc_version
 
 REPLAY_ENV = "GEMM_LADDER_REPLAY"  # set to 1 to replay even where a GPU is present
+REPLAY_FLAG: str | None = None     # the command-line flag that set it (`python -m helpers ladder --replay`), if one did
 _YES, _NO = ("1", "true", "yes"), ("", "0", "false", "no")
 
 
@@ -116,8 +117,8 @@ def can_run(dev: Device, needs_cc: tuple, arch: str = "") -> bool:
 
 def missing(needs_cc: tuple = (8, 0), feature: str = "") -> str | None:
     """What is missing to run this here, as a clause ('no CUDA GPU is visible'), or None."""
-    if replay_forced():
-        return f"{REPLAY_ENV} is set"
+    if replay_forced():  # the reader is told what they did: the flag they passed, or the variable they set
+        return f"{REPLAY_FLAG} was passed" if REPLAY_FLAG else f"{REPLAY_ENV} is set"
     dev = device()
     if dev is None:
         return "no CUDA GPU is visible"

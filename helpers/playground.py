@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .compiler import build
 from .csource import CompileError, source  # source: the rung as built, the learner's starting point
+from .demos import IN_CHILD, in_child  # one wording for what a child process's fault leaves behind
 from .kernel import ShapeError
 from .launch import validate
 from .gpu import missing
@@ -110,16 +111,15 @@ def play(rung_id: str, src: str | None = None, n: int = 2048, shapes=None, timeo
         except subprocess.TimeoutExpired:
             return Outcome(r.id, True, f"{head}\nstopped after {timeout_s} s: the kernel probably never finishes "
                                        f"(a barrier that never completes, a loop whose bound never changes). "
-                                       f"Nothing was recorded; this notebook is unaffected.")
+                                       f"{IN_CHILD} Nothing was recorded.")
     line = next((x for x in proc.stdout.splitlines() if x.startswith("PLAYGROUND ")), None)
     if line is None:
-        return Outcome(r.id, True, f"{head}\nthe run crashed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
+        return Outcome(r.id, True, f"{head}\nthe run crashed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}"
+                                   f"\n{IN_CHILD}")
     out = json.loads(line[len("PLAYGROUND "):])
     lines = [head, *out["checks"]]
     if "error" in out:
-        lines.append(out["error"].replace("This process's CUDA context is now unusable: restart the Python kernel "
-                                          "before the next GPU cell.", "It ran in a child process: this notebook "
-                                          "and its GPU context are unaffected."))
+        lines.append(in_child(out["error"]))
     if "bench" in out:
         bt = out["bench"]
         lines.append(f"N={n}: {bt['tflops']:.1f} TFLOP/s, cuBLAS {bt['cublas_tflops']:.1f}, "

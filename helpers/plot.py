@@ -16,11 +16,13 @@ ROOFS = {"hbm_copy": ("HBM", "tab:blue"), "l2_read": ("L2 -> SM by LDG/cp.async"
          "tma_multicast": ("L2 -> shared memory by TMA multicast, bytes landed", "tab:green")}
 PATH_MARKER = {"l2_read": ("o", "loads by LDG/cp.async"), "tma_l2_gemm": ("s", "loads by TMA"),
                "tma_multicast": ("D", "loads by TMA multicast")}
-PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange"), "hmma_peak": ("mma.sync peak", "tab:green"),
-         "hgmma_peak": ("wgmma peak, zero operands", "tab:pink"),
-         "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red"),
-         "qgmma_peak": ("FP8 wgmma peak, zero operands", "tab:purple"),
-         "qgmma_peak_random": ("FP8 wgmma peak, random operands (power-limited)", "tab:brown")}
+# A peak's line style says what its probe fed the tensor cores: dashed on zero operands, dash-dot on random ones
+# (power-limited), so the two lines of one instruction (the FP8 pair sits 4% apart) are told apart without colour.
+PEAKS = {"ffma_peak": ("FFMA peak", "tab:orange", "--"), "hmma_peak": ("mma.sync peak", "tab:green", "--"),
+         "hgmma_peak": ("wgmma peak, zero operands", "tab:pink", "--"),
+         "hgmma_peak_random": ("wgmma peak, random operands (power-limited)", "tab:red", "-."),
+         "qgmma_peak": ("FP8 wgmma peak, zero operands", "tab:purple", "--"),
+         "qgmma_peak_random": ("FP8 wgmma peak, random operands (power-limited)", "tab:brown", "-.")}
 
 
 def _numbers(rows) -> list:
@@ -44,22 +46,25 @@ def load_path(r) -> str:
 
 def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
     """Bandwidth roofs (TB/s x FLOP/B) and compute peaks, with each row placed at its rung's intensity; a row's
-    marker says which L2 path it loads through, so it is read against that path's roof."""
+    marker says which L2 path it loads through, so it is read against that path's roof. The axes span the rows and
+    the roofs' bends near them (see _zoom), not every decade from a naive loop to the ridge."""
     import matplotlib.pyplot as plt
     ax = ax or plt.subplots(figsize=(9.2, 6.4))[1]  # the book's column: 9.4 in with padding
-    x = np.logspace(-1.5, 3, 200)
+    rows = _numbers(rows)
     peak_max = max([c.value for cid, c in ceilings.items() if cid in PEAKS] or [1.0])
+    (x0, x1), (y0, y1) = _zoom(ceilings, rows, peak_max)
+    x = np.logspace(np.log10(x0), np.log10(x1), 200)
     for cid, (label, colour) in ROOFS.items():
         if cid in ceilings:
             bw = ceilings[cid].value
             ax.plot(x, np.minimum(bw * x, peak_max), color=colour, lw=1.5,
                     label=f"{label} {bw:.2f} TB/s x intensity")
-    for cid, (label, colour) in PEAKS.items():
+    for cid, (label, colour, style) in PEAKS.items():
         if cid in ceilings:
-            ax.axhline(ceilings[cid].value, color=colour, ls="--", lw=1.2,
+            ax.axhline(ceilings[cid].value, color=colour, ls=style, lw=1.2,
                        label=f"{label} {ceilings[cid].value:.0f} TFLOP/s")
     paths, names = set(), []
-    for row in _numbers(rows):
+    for row in rows:
         r = _rung(row.rung)
         ai, path = intensity(r), load_path(r)
         paths.add(path)
@@ -69,12 +74,66 @@ def roofline(ceilings: dict, rows=(), ax=None, title: str = "Roofline"):
     if len(paths) > 1 or paths - {"l2_read"}:  # a legend line per marker, so the reader knows which roof is whose
         for path in sorted(paths):
             ax.scatter([], [], marker=PATH_MARKER[path][0], color="grey", label=f"rung {PATH_MARKER[path][1]}")
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity of global loads (FLOP/byte)",
-           ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *_numbers(rows)])})")
+    ax.set(xscale="log", yscale="log", xlim=(x0, x1), ylim=(y0, y1),
+           xlabel="arithmetic intensity of global loads (FLOP/byte)",
+           ylabel="TFLOP/s", title=f"{title}\n({_source_note([*ceilings.values(), *rows])})")
     ax.grid(True, which="both", alpha=0.25)
+    from matplotlib.ticker import FuncFormatter
+    plain = FuncFormatter(lambda v, _: f"{v:g}")  # 300, not 3 x 10^2: a zoomed axis shows few decades
+    for axis, (lo, hi) in ((ax.xaxis, (x0, x1)), (ax.yaxis, (y0, y1))):
+        axis.set_major_formatter(plain)
+        few = np.log10(hi / lo) <= 2.5  # on a zoomed axis 2 and 5 of each decade are named too, or it shows one tick
+        axis.set_minor_formatter(FuncFormatter(
+            lambda v, _, few=few: f"{v:g}" if few and round(v / 10 ** np.floor(np.log10(v))) in (2, 5) else ""))
     _legend_below(ax)  # inside, it would cover the low rungs' points and names
     _spread(ax, names)
+    above = above_hbm(ceilings, rows)
+    if above:  # the reader's first question at such a point: how can a kernel beat the memory's roof?
+        _note(ax, ABOVE_HBM_NOTE.format(n=len(above), s="" if len(above) == 1 else "s"), names)
     return ax
+
+
+def _note(ax, text: str, names) -> None:
+    """A boxed note in the first corner of the axes (lower right, upper left, lower left) where it covers no point
+    and no rung's name."""
+    renderer = ax.figure.canvas.get_renderer()
+    points = [ax.transData.transform(xy) for c in ax.collections for xy in c.get_offsets()]
+    taken = [n.get_window_extent(renderer) for n in names]
+    note = ax.text(0, 0, text, transform=ax.transAxes, fontsize=8, zorder=5, multialignment="left",
+                   bbox=dict(boxstyle="round,pad=0.4", fc="white", ec="0.7", lw=0.6))
+    for x, y, ha, va in ((0.98, 0.03, "right", "bottom"), (0.02, 0.97, "left", "top"), (0.02, 0.03, "left", "bottom")):
+        note.set(x=x, y=y, ha=ha, va=va)
+        box = note.get_window_extent(renderer).padded(6)
+        if not any(box.overlaps(t) for t in taken) and not any(box.contains(*p) for p in points):
+            return
+
+
+ABOVE_HBM_NOTE = ("{n} point{s} above the HBM roof: intensity here counts the bytes each CTA\n"
+                  "loads from global memory; L2 serves the tiles that neighbouring CTAs\n"
+                  "re-read, so HBM moves fewer bytes than that and its own intensity is higher.")
+
+
+def above_hbm(ceilings: dict, rows) -> list[str]:
+    """The rungs drawn above the HBM roof at their intensity (the note in the figure explains them)."""
+    if "hbm_copy" not in ceilings:
+        return []
+    bw = ceilings["hbm_copy"].value
+    return [row.rung for row in _numbers(rows) if row.tflops > bw * intensity(_rung(row.rung))]
+
+
+def _zoom(ceilings: dict, rows, peak_max: float) -> tuple:
+    """The roofline's limits: from a third of the lowest intensity to three times the highest (and past the ridge of
+    every roof drawn, so each bend shows), from under the slowest point to above the highest peak. With no rows, the
+    whole span from a naive loop (1/4 FLOP/B) to 1,000 FLOP/B. Twelve rungs of one tile at one intensity, drawn over
+    4.5 decades, would sit in one corner with their names stacked into a column."""
+    if not rows:
+        return (10 ** -1.5, 1e3), (0.1, peak_max * 1.5)
+    ai = [intensity(_rung(r.rung)) for r in rows]
+    ridges = [peak_max / c.value for cid, c in ceilings.items() if cid in ROOFS]
+    x0 = min(ai) / 3
+    x1 = max([max(ai) * 3] + [r * 1.5 for r in ridges if r < max(ai) * 10])
+    y0 = min([min(r.tflops for r in rows) / 2.5] + [c.value * x0 for cid, c in ceilings.items() if cid in ROOFS])
+    return (x0, x1), (max(y0, 1e-3), peak_max * 1.25)
 
 
 def _legend_below(ax, **kw) -> None:
@@ -129,42 +188,69 @@ def _spread(ax, labels) -> None:
 
 
 def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb"):
-    """TFLOP/s per rung as bars (one per size) on a log axis, so the FP32 rungs show beside the tensor-core ones. Each
-    bar carries its own cuBLAS, a black tick at the rate of the strongest cuBLAS for that row's dtype, layout and
-    size in the same run (not a median over rungs), and its ratio to it written above."""
+    """TFLOP/s per rung as bars (one per size) on a linear axis fitted to the bars, so a step from 54% to 99% of
+    cuBLAS looks like one (a log axis, there for the FP32 rungs, flattened it). Each bar carries its own cuBLAS, a
+    black tick at the rate of the strongest cuBLAS for that row's dtype, layout and size in the same run (not a
+    median over rungs), and its ratio to it written level above the group, one line per size in the bar's colour.
+    Peaks far above the bars are left out and named in a note (they would squash the bars into the floor)."""
     import matplotlib.pyplot as plt
     rows = _numbers(rows)
     names = list(dict.fromkeys(r.rung for r in rows))
-    bars = len(names) * max(1, len({r.n for r in rows}))
+    sizes = sorted({r.n for r in rows})
+    bars = len(names) * max(1, len(sizes))
     # about 14 px a bar at 100 dpi, up to the book's column (9.4 in with padding)
     ax = ax or plt.subplots(figsize=(min(9.2, max(7.5, 0.2 * bars + 3.0)), 6))[1]
-    sizes = sorted({r.n for r in rows})
     width = 0.8 / len(sizes)
+    colours = {}
     for j, n in enumerate(sizes):
         at = {r.rung: r for r in rows if r.n == n}
         xs = [i + (j - (len(sizes) - 1) / 2) * width for i, name in enumerate(names) if name in at]
         picked = [at[name] for name in names if name in at]
-        bars = ax.bar(xs, [r.tflops for r in picked], width=width, label=f"N={n}")
+        colours[n] = ax.bar(xs, [r.tflops for r in picked], width=width, label=f"N={n}").patches[0].get_facecolor()
         ax.scatter(xs, [r.cublas_tflops for r in picked], marker="_", s=(72 * width * 0.9) ** 2 / 4, color="black",
-                   zorder=3, linewidths=1.5, label="cuBLAS for that bar (same dtype, layout, size and run)" if j == 0
+                   zorder=3, linewidths=1.5, label="cuBLAS for that bar (same dtype, layout, size, run)" if j == 0
                    else None)
-        for x, r in zip(xs, picked):
+    top = max([r.tflops for r in rows] + [r.cublas_tflops for r in rows])
+    peaks = [(cid, c.value) for cid, c in (ceilings or {}).items() if cid in PEAKS]
+    shown = [(cid, v) for cid, v in peaks if v <= top * 1.6]
+    for cid, value in shown:
+        label, colour, style = PEAKS[cid]
+        ax.axhline(value, color=colour, ls=style, lw=1.4, label=f"{label.replace(' (power-limited)', '')} (probe), "
+                   f"{value:.0f} TFLOP/s")
+    lines = len(sizes)
+    for i, name in enumerate(names):  # the ratios of a rung, level, stacked over its group: first size lowest
+        mine = sorted((r for r in rows if r.rung == name), key=lambda r: r.n)
+        base = max(max(r.tflops, r.cublas_tflops) for r in mine)
+        for k, r in enumerate(mine):
             # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
             pct = f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}"
-            ax.annotate(pct, (x, max(r.tflops, r.cublas_tflops) * 1.08), ha="center", va="bottom", fontsize=8,
-                        rotation=90)
-    for cid, (label, colour) in PEAKS.items():
-        if ceilings and cid in ceilings:
-            ax.axhline(ceilings[cid].value, color=colour, ls=":", lw=1.2, label=f"{label} (probe)")
+            ax.annotate(pct, (i, base), textcoords="offset points", xytext=(0, 4 + 10 * k), ha="center",
+                        va="bottom", fontsize=8, color=_darker(colours[r.n]) if lines > 1 else "black")
     ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
-    ax.set_yscale("log")
-    drawn = [c.value for cid, c in (ceilings or {}).items() if cid in PEAKS]
-    top = max([r.tflops for r in rows] + [r.cublas_tflops for r in rows] + drawn)
-    ax.set_ylim(min(r.tflops for r in rows) / 2, top * 4)  # room above the tallest bar for its rotated ratio
-    ax.set(ylabel="TFLOP/s (log scale); above each bar: % of its cuBLAS", title=f"{title}\n({_source_note(rows)})")
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    # room above the tallest group for its ratios (about 12 pt a line on an axis some 300 pt tall) and the peaks
+    ax.set_ylim(0, max([top * (1.06 + 0.045 * lines)] + [v * 1.05 for _, v in shown]))
+    off = [f"{PEAKS[cid][0]} {v:.0f}" for cid, v in peaks if (cid, v) not in shown]
+    if off:
+        ax.text(0.01, 0.99, "above this axis: " + "; ".join(off), transform=ax.transAxes, ha="left", va="top",
+                fontsize=8, color="0.3")
+    ax.set(ylabel="TFLOP/s; above each rung: % of its cuBLAS", title=f"{title}\n({_source_note(rows)})")
     ax.grid(True, axis="y", which="major", alpha=0.25)
-    _legend_below(ax, handlelength=3.5)  # long enough for the cuBLAS tick, which is as wide as a bar
+    # the bars and their cuBLAS first, then the peaks in PEAKS order (FP32, mma.sync, then each wgmma pair together):
+    # the default order puts the bars last, after lines a reader must skip
+    handles, labels = ax.get_legend_handles_labels()
+    first = [i for i, label in enumerate(labels) if label.startswith(("N=", "cuBLAS"))]
+    order = sorted(first, key=lambda i: not labels[i].startswith("N=")) + \
+        [i for i in range(len(labels)) if i not in first]
+    _legend_below(ax, handles=[handles[i] for i in order], labels=[labels[i] for i in order],
+                  handlelength=3.5)  # long enough for the cuBLAS tick, which is as wide as a bar
     return ax
+
+
+def _darker(colour) -> tuple:
+    """A bar's colour darkened for text: the pale default orange is hard to read at 8 pt."""
+    from matplotlib.colors import to_rgb
+    return tuple(0.7 * c for c in to_rgb(colour))
 
 
 def reference_kind(row) -> str:

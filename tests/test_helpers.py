@@ -471,7 +471,9 @@ def test_the_check_subcommand_says_why_it_cannot_run_here(capsys, monkeypatch):
     code, out, err = _cli_main(capsys, "check", "04_swizzle", "--n", "1000")
     assert code == 2 and "04_swizzle handles M only in multiples of 128 (BM); got M=1000" in err
     code, out, err = _cli_main(capsys, "check", "04_swizzle", "--n", "1024")
-    assert code == 2 and err.strip() == "error: GEMM_LADDER_REPLAY is set, so nothing can be checked here."
+    assert code == 2 and err.strip() == ("error: GEMM_LADDER_REPLAY is set, so nothing can be checked here; the recorded "
+                                         "check of 04_swizzle is the 'correct' column of `python -m helpers ladder "
+                                         "--replay --rungs 04_swizzle`.")
 
 
 @pytest.mark.parametrize("cmd", ["ladder", "profile", "sass", "check"])

@@ -63,7 +63,8 @@ def test_roofline_labels_of_one_tile_stack_instead_of_overlapping(monkeypatch):
     rows = [replay(r, 4096) for r in ["09_setmaxnreg", *(x.id for x in chapter_rungs("10"))]]  # one intensity, 7 rungs
     ax = roofline(ceilings, rows)
     from helpers.figures.common import text_clashes
-    assert len([t for t in ax.texts if t.get_text()]) == len(rows) and text_clashes(ax.figure) == []
+    names = [t for t in ax.texts if t.get_text() and "above the HBM roof" not in t.get_text()]  # less the note
+    assert len(names) == len(rows) and text_clashes(ax.figure) == []
 
 
 # ---- no text on top of other text and none shown under 8 pt, in every figure the helpers draw (issue "learner": a CI
@@ -177,3 +178,91 @@ def test_the_sweep_draws_each_rung_against_its_own_cublas(monkeypatch):
         row = next(r for r in rows if r.rung == "10_beyond_cublas" and r.n == n)
         assert mine[n] / theirs[n] == pytest.approx(row.ratio) and abs(mine[n] / theirs[n] - 1) <= 0.03
     assert illegible(ax.figure) == []
+
+
+# ---- issue "reader" item 4: charts that show the climb, rooflines zoomed to their points ----
+
+def _main_climb(monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers import replay
+    from helpers.ceilings import recorded_ceilings
+    from helpers.plot import climb
+    from helpers.registry import MAIN
+    rows = [row for n in (4096, 8192) for r in MAIN if (row := replay(r, n, missing_ok=True)).has_number]
+    return rows, climb(rows, recorded_ceilings())  # the landing page's chart (_ext/landing_chart.py)
+
+
+def test_the_climb_is_linear_and_its_ratios_are_level_and_clear_of_the_cublas_ticks(monkeypatch):
+    # a log axis flattened 05 -> 10 (54% -> 99%); rotated ratios sat on the cuBLAS ticks
+    from matplotlib.collections import PathCollection
+    from helpers.figures.common import illegible
+    rows, ax = _main_climb(monkeypatch)
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ratios = [t for t in ax.texts if t.get_text().endswith("%")]
+    assert len(ratios) == len(rows)  # one per bar, each drawn from its row
+    assert sorted(t.get_text() for t in ratios) == sorted(
+        f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}" for r in rows)
+    assert all(t.get_rotation() == 0 and t.get_fontsize() >= 8 for t in ratios)
+    ticks = [c for c in ax.collections if isinstance(c, PathCollection)]  # the cuBLAS ticks, one set per size
+    marks = [ax.transData.transform(xy) for c in ax.collections if isinstance(c, PathCollection)
+             for xy in c.get_offsets()]
+    half = ax.transData.transform((0.8 / 2 / 2, 0))[0] - ax.transData.transform((0, 0))[0]  # half a bar
+    for t in ratios:
+        box = t.get_window_extent(renderer)
+        for x, y in marks:  # a tick under a label's span lies below the label's box
+            if box.x0 < x + half and x - half < box.x1:
+                assert y + 1 < box.y0 or y - 1 > box.y1, (t.get_text(), box, (x, y))
+    assert ticks and illegible(fig) == []
+
+
+def test_the_climb_fits_its_axis_to_the_bars_and_tells_the_peak_pairs_apart(monkeypatch):
+    # chapters 06 and 10 ran the axis to ~3,000 for bars of 400-800; the two FP8 peaks were two alike dotted lines
+    rows, ax = _main_climb(monkeypatch)
+    top = max(max(r.tflops, r.cublas_tflops) for r in rows)
+    peaks = {line.get_label(): line for line in ax.get_lines() if "peak" in line.get_label()}
+    assert ax.get_ylim()[1] <= 1.05 * max([top * 1.2] + [line.get_ydata()[0] for line in peaks.values()])
+    fp8 = [line for label, line in peaks.items() if label.startswith("FP8")]
+    assert len(fp8) == 2 and fp8[0].get_linestyle() != fp8[1].get_linestyle()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:3] == ["N=4096", "N=8192", labels[2]] and labels[2].startswith("cuBLAS")  # bars first
+
+
+def test_chapter_06_and_10_climbs_end_near_their_bars(monkeypatch):
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers import ceiling, chapter_rungs, replay
+    from helpers.plot import climb
+    for first, chapter, ids in (("05_cp_async", "06", ("hbm_copy", "l2_read", "hmma_peak", "hgmma_peak")),
+                                ("09_setmaxnreg", "10", ("hbm_copy", "l2_read", "tma_l2_gemm", "hgmma_peak",
+                                                          "hgmma_peak_random"))):
+        rows = [r for r in (replay(x, 4096, missing_ok=True) for x in [first, *(y.id for y in chapter_rungs(chapter))])
+                if r.has_number]
+        ax = climb(rows, {c: ceiling(c) for c in ids})
+        drawn = [line.get_ydata()[0] for line in ax.get_lines() if "peak" in line.get_label()]
+        highest = max([max(r.tflops, r.cublas_tflops) for r in rows] + drawn)
+        assert ax.get_ylim()[1] <= 1.15 * highest, chapter  # was 4x the tallest bar, on a log axis
+        plt.close("all")
+
+
+def test_the_roofline_zooms_to_its_points_and_explains_those_above_hbm(monkeypatch):
+    # twelve rungs at ~85 FLOP/B sat in one corner of 4.5 empty decades; nothing said why they beat the HBM roof
+    monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
+    from helpers import ceiling, chapter_rungs, replay
+    from helpers.compiler import intensity
+    from helpers.figures.common import illegible
+    from helpers.plot import above_hbm, roofline
+    from helpers.registry import rung
+    ceilings = {c: ceiling(c) for c in ("hbm_copy", "l2_read", "tma_l2_gemm", "hgmma_peak", "hgmma_peak_random")}
+    rows = [r for r in (replay(x, 4096, missing_ok=True) for x in ["09_setmaxnreg", *(y.id for y in chapter_rungs("10"))])
+            if r.has_number]
+    ax = roofline(ceilings, rows)
+    ai = [intensity(rung(r.rung)) for r in rows]
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert x0 >= min(ai) / 4 and x1 / x0 < 100 and y1 / y0 < 20  # two decades across, not 4.5
+    assert x0 < min(ai) and max(ai) < x1 and y0 < min(r.tflops for r in rows) and max(r.tflops for r in rows) < y1
+    above = above_hbm(ceilings, rows)
+    assert len(above) == len(rows)  # every rung of chapter 10 beats HBM at its load intensity
+    notes = [t.get_text() for t in ax.texts if "above the HBM roof" in t.get_text()]
+    assert len(notes) == 1 and notes[0].startswith(f"{len(above)} points") and illegible(ax.figure) == []
