@@ -1,6 +1,10 @@
 """A reader's JupyterLab in headless Chromium: chapter 01 opened, every cell run in replay mode, the explorer moved;
 the playground opened, a kernel edited into a syntax error in its editor, and the line reported checked; an
-exercise of chapter 01 answered off by a factor of two, and the hint for that mistake checked.
+exercise of chapter 01 answered off by a factor of two, and the hint for that mistake checked; chapter 07 run in
+replay and its fix-the-kernel exercise checked without a GPU (the broken copy as shipped judged "not yet" by the
+tx-count countdown model, with the recorded symptom; then fixed in the editor and judged "fixed"); chapter 10's
+exercise 1 answered with the multicast mistake (32,768 bytes, what a CTA fetches itself) and the grader's own
+explanation of that mistake checked.
 
 Run by ci/test.sh. JupyterLab serves a scratch copy of the course (running the cells must never autosave over the
 recorded notebook), on a free local port, with GEMM_LADDER_REPLAY=1 so the kernel replays the book's recorded numbers
@@ -26,6 +30,8 @@ from test_book import browser  # noqa: F401 - the same headless Chromium fixture
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "chapters/01_fp32_simt.ipynb"
 PLAYGROUND = "chapters/playground.ipynb"
+TMA = "chapters/07_tma.ipynb"
+BEYOND = "chapters/10_beyond_cublas.ipynb"
 
 
 def _free_port() -> int:
@@ -37,10 +43,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def lab():
     scratch = Path(tempfile.mkdtemp(prefix="gemm-ladder-lab-"))
-    for name in ("helpers", "kernels", "results"):
+    for name in ("helpers", "kernels", "results", "experiments"):  # chapter 07's cells import experiments too
         shutil.copytree(ROOT / name, scratch / name)
     (scratch / "chapters").mkdir()
-    for name in (CHAPTER, PLAYGROUND):
+    for name in (CHAPTER, PLAYGROUND, TMA, BEYOND):
         shutil.copy(ROOT / name, scratch / name)
     port = _free_port()
     env = {**os.environ, "GEMM_LADDER_REPLAY": "1", "PYTHONPATH": str(scratch)}
@@ -73,10 +79,10 @@ def lab():
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _wait(browser, script: str, timeout: float, what: str):
+def _wait(browser, script: str, timeout: float, what: str, *args):
     end = time.time() + timeout
     while time.time() < end:
-        got = browser.execute_script(script)
+        got = browser.execute_script(script, *args)
         if got:
             return got
         time.sleep(0.5)
@@ -232,3 +238,130 @@ def test_a_reader_answers_an_exercise_off_by_two_and_gets_a_hint(lab, browser): 
         }
         return '';""", 120, "the grading cell to answer")
     assert "exercise 1: not yet: twice the answer" in said and "exercise 2: fill in your answer" in said, said[:400]
+
+
+def _open(browser, url: str, path: str):
+    """Open a notebook and wait until it is the one in front (the page may still show the one before) and idle."""
+    browser.get(f"{url}/lab/tree/{path}")
+    name = path.rsplit("/", 1)[-1]
+    _wait(browser, "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget; "
+                   f"return !!(w && w.context && w.context.path.endsWith('{name}'));", 120,
+          f"{name} to be the notebook in front")
+    _wait(browser, KERNEL_IDLE, 120, f"{name} to open with an idle kernel")
+
+
+# The outputs of the first code cell whose source starts with arguments[0], as JSON ('' until it has some).
+OUTPUTS_OF = """
+const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type === 'code' && c.sharedModel.getSource().startsWith(arguments[0]))
+        return c.outputs.length ? JSON.stringify(c.outputs.toJSON()) : '';
+}
+return '';
+"""
+# What the widgets on the page print (the exercise's editor prints its verdicts below the code)
+WIDGET_TEXT = "[...document.querySelectorAll('.jupyter-widgets .jp-OutputArea')].map(e => e.innerText).join('\\n')"
+
+
+def _press_check(browser):
+    browser.execute_script("""
+        [...document.querySelectorAll('.jupyter-widgets button')]
+            .find(b => b.textContent.includes('compile, check and time')).click();""")
+
+
+def test_a_reader_checks_the_fix_the_kernel_exercise_without_a_gpu(lab, browser):  # noqa: F811
+    sys.path.insert(0, str(ROOT))
+    from helpers.kernel_exercises import KERNEL_EXERCISES
+    good, bad = KERNEL_EXERCISES["07_expect_tx"].bug  # the line as the rung has it, and as the broken copy has it
+    url, _ = lab
+    _open(browser, url, TMA)
+    code_cells = browser.execute_script("return window.jupyterapp.shell.currentWidget.content.widgets"
+                                        ".filter(c => c.model.type === 'code').length")
+    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    time.sleep(2)
+    _wait(browser, ALL_RAN, 240, "every cell of chapter 07 to run")
+    _wait(browser, KERNEL_IDLE, 240, "the kernel to finish")
+    assert browser.execute_script(ALL_RAN) == code_cells
+    errors = browser.execute_script("""
+        const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+        const out = [];
+        for (let i = 0; i < cells.length; i++) {
+            const o = cells.get(i).type === 'code' ? JSON.stringify(cells.get(i).outputs.toJSON()) : '';
+            if (o.includes('"output_type":"error"')) out.push(o.slice(0, 600));
+        }
+        return out;""")
+    assert not errors, errors[:1]
+    # The check cell ran on the broken copy as shipped: no GPU runs it, so the tx-count countdown judges it, and the
+    # symptom the book's run recorded for this kind of bug is shown beside the verdict.
+    said = browser.execute_script(OUTPUTS_OF, "print(exercise.check(")
+    for phrase in ("judges your edit instead: not yet: expect_tx announces", "never completes its phase",
+                   "What this kind of bug did on a GPU"):
+        assert phrase in said, said[:1200]
+    # The editor's own button gives the same verdict; then the constant fixed in the editor is judged fixed.
+    browser.execute_script("""
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes('exercise.edit()'));
+        nb.activeCellIndex = i;
+        nb.scrollToItem(i, 'center');""")
+    _wait(browser, "return [...document.querySelectorAll('.jupyter-widgets button')]"
+                   ".some(b => b.textContent.includes('compile, check and time'))", 30,
+          "the exercise's editor to render")
+    _press_check(browser)
+    said = _wait(browser, f"const t = {WIDGET_TEXT}; return t.includes('judges your edit') && t;",
+                 120, "the exercise's button to give a verdict on the broken copy")
+    assert "judges your edit instead: not yet:" in said and "never completes its phase" in said, said[:1200]
+    fixed = browser.execute_script("""
+        const c = [...document.querySelectorAll('.gemm-code textarea')].find(t => !t.disabled);
+        const before = c.value;
+        c.value = c.value.replace(arguments[0], arguments[1]);
+        c.dispatchEvent(new Event('input', {bubbles: true}));
+        return c.value !== before;""", bad, good)
+    assert fixed, "the broken copy in the editor no longer has the line this test fixes"
+    _press_check(browser)
+    said = _wait(browser, f"const t = {WIDGET_TEXT}; return t.includes('judges your edit instead: "
+                          "fixed') && t;", 120, "the exercise's button to judge the fixed copy")
+    assert "the phase completes as the last byte lands" in said, said[:1200]
+
+
+def test_a_reader_makes_the_multicast_mistake_and_is_told_why(lab, browser):  # noqa: F811
+    sys.path.insert(0, str(ROOT))
+    from helpers import build, rung
+    c = build(rung("10_beyond_cublas")).consts
+    # Exercise 1 asks for the bytes a stage's expect_tx announces; the usual mistake counts only what this CTA
+    # fetches itself, its A and its half of B, and leaves out the half of B its partner multicasts into the stage.
+    own, partner = (c["BM"] + c["BN"] // c["CLUSTER"]) * c["BK"] * 2, c["BN"] // c["CLUSTER"] * c["BK"] * 2
+    assert own == 32768, own  # the answer the issue's reader gave; the kernel's tile has changed if this fails
+    url, _ = lab
+    _open(browser, url, BEYOND)
+    # Only the cells the grader needs: the set-up, the chapter's imports and kernel constants, the persistent grid,
+    # the answer cells (exercise 1 answered with that mistake), and the grading cell.
+    ran = browser.execute_script("""
+        const nb = window.jupyterapp.shell.currentWidget.content;
+        const starts = ['# Set-up.', 'from helpers.demos import sustained', 'grid = persistent_grid(',
+                        'my_tile_speedup = ', 'my_tx_bytes = ', 'from helpers.exercises import grade'];
+        const picked = starts.map(s => nb.widgets.findIndex(c => c.model.type === 'code' &&
+                                                             c.model.sharedModel.getSource().startsWith(s)));
+        if (picked.some(i => i < 0)) return picked;
+        const answers = nb.widgets[picked[4]].model.sharedModel;
+        answers.setSource(answers.getSource().replace(/^my_tx_bytes = None/, 'my_tx_bytes = ' + arguments[0]));
+        for (const i of picked) {
+            nb.activeCellIndex = i;
+            window.jupyterapp.commands.execute('notebook:run-cell');
+        }
+        return picked;""", own)
+    assert all(i >= 0 for i in ran), f"a cell this test runs is missing from chapter 10: {ran}"
+    # Wait for the grader's verdicts, or for a cell that raised (the grading cell then never runs).
+    said = _wait(browser, """
+        const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+        let all = '';
+        for (const i of arguments[0]) {
+            const o = JSON.stringify(cells.get(i).outputs.toJSON());
+            if (o.includes('"output_type":"error"')) return o;
+            all = o;
+        }
+        return all.includes('exercise 6') && all;""", 120, "chapter 10's grading cell to answer", ran)
+    assert '"output_type":"error"' not in said, said[:1200]
+    assert "exercise 1: not yet: that is what this CTA fetches itself" in said, said[:1200]
+    assert f"the partner multicasts the other {partner:,} bytes of B" in said, said[:1200]
+    assert "exercise 2: fill in your answer" in said, said[:1200]

@@ -13,6 +13,7 @@ yaml = pytest.importorskip("yaml", reason="PyYAML is not installed here")
 from tools import set_repository  # noqa: E402 - after the skips above: it imports nbformat and yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+MARKDOWN_PAGES = {"glossary"}  # pages of the table of contents that are Markdown, not notebooks
 
 
 def _config(root=ROOT) -> dict:
@@ -27,7 +28,9 @@ def test_every_notebook_starts_with_the_setup_cell_for_the_configured_repository
     want = set_repository.setup_source(*set_repository.configured(ROOT))
     paths = set_repository.notebooks(ROOT)
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    assert len(paths) == sum(len(part["chapters"]) for part in toc["parts"])  # every page is a notebook
+    pages = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    # every page is a notebook but the reference pages written as plain Markdown (the glossary), which have no cells
+    assert len(paths) == len([f for f in pages if f not in MARKDOWN_PAGES]), pages
     for path in paths:
         cell = _first_code_cell(path)
         assert cell.source == want, f"{path.name}: run `python3 -m tools.set_repository` to refresh its set-up cell"
@@ -113,3 +116,11 @@ def test_setup_cell_without_a_repository_says_what_to_do(tmp_path):
     out = _run_setup(tmp_path, "")
     assert out.returncode != 0
     assert "needs the rest of the course: clone its repository" in out.stderr.strip().splitlines()[-1]
+
+
+def test_the_glossary_is_in_the_table_of_contents_as_a_markdown_page():
+    # the profile panels' footer sends the reader to it (helpers.figures.profile.GLOSSARY_LINE: sidebar, Tools)
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = {c["file"]: part["caption"] for part in toc["parts"] for c in part["chapters"]}
+    for page in MARKDOWN_PAGES:
+        assert pages.get(page) == "Tools" and (ROOT / f"{page}.md").exists() and not (ROOT / f"{page}.ipynb").exists()

@@ -4,6 +4,7 @@ two texts on top of each other), refuses an unrecorded rung or size in one sente
 says. CPU only: everything is read from the recorded results file."""
 import functools
 import json
+from pathlib import Path
 
 import matplotlib
 import pytest
@@ -14,6 +15,7 @@ from matplotlib.text import Text  # noqa: E402
 
 from helpers import results  # noqa: E402
 from helpers.figures import fig_profile, limit_of  # noqa: E402
+from helpers.figures.profile import GLOSSARY, GLOSSARY_LINE, OTHER, PLAIN, stall_label  # noqa: E402
 from helpers.store import NotRecorded  # noqa: E402
 from helpers.registry import MAIN, rung  # noqa: E402
 
@@ -53,6 +55,12 @@ def _path_roof(rid: str) -> str:
     return "tma_l2_gemm" if r.operands in ("tensor_maps", "tensor_maps_c") else "l2_read"
 
 
+def _nsight(label: str) -> str:
+    """The Nsight Compute name a stall row's label carries in its closing brackets."""
+    assert label.endswith(")"), label
+    return label[label.rindex("(") + 1:-1]
+
+
 def _widths(ax) -> dict[str, list[float]]:
     """Bar widths per rung (each barh call is one container, labelled with its rung), top row first."""
     return {c.get_label(): [b.get_width() for b in c] for c in ax.containers}
@@ -79,14 +87,18 @@ def test_panel_draws_the_recorded_numbers_legibly(rid, before, n):
     ids = [rid] + ([before] if before else [])
     entries = {i: _recorded(i, n) for i in ids}
 
-    # Left: one row per reason in the union of each rung's top five, then "other" (the rest, summed).
-    rows = [t.get_text() for t in ax_s.get_yticklabels()]
+    # Left: one row per reason in the union of each rung's top five, then the rest, summed; each row a plain name with
+    # Nsight Compute's name in brackets after it.
+    labels = [t.get_text() for t in ax_s.get_yticklabels()]
+    assert labels[-1] == OTHER
+    rows = [_nsight(label) for label in labels[:-1]]
+    assert all(label == f"{PLAIN[r]}\n({r})" for label, r in zip(labels, rows))
     tops = {r for e in entries.values() for r in sorted(e["stall_reasons"], key=lambda k: -e["stall_reasons"][k])[:5]}
-    assert rows[-1] == "other" and set(rows[:-1]) == tops
+    assert set(rows) == tops
     stalls = _widths(ax_s)
     assert list(stalls) == ids
     for i, e in entries.items():
-        assert stalls[i][:-1] == [e["stall_reasons"].get(r, 0.0) for r in rows[:-1]]
+        assert stalls[i][:-1] == [e["stall_reasons"].get(r, 0.0) for r in rows]
         assert stalls[i][-1] == pytest.approx(sum(v for r, v in e["stall_reasons"].items() if r not in tops))
 
     # Right: pipe, L2 -> SM against its own path's roof, shared-memory bytes, occupancy; the value written on the bar.
@@ -99,15 +111,18 @@ def test_panel_draws_the_recorded_numbers_legibly(rid, before, n):
                                          rel=1e-12)
         assert f"{e['l2_tbps']:.2f} TB/s" in written
         assert f"{roof:.2f}" in labels and {"tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast", "l2_read": "LDG"}[_path_roof(i)] in labels
-    assert "shared-memory pipe busy" in labels
+    assert "shared-memory pipe busy\n(not TMA fills)" in labels
 
     # The source, so a saved figure stays true; the issuing share beside each rung's name.
     title = fig.get_suptitle()
     assert f"N={n}" in title and all(i in title for i in ids)
     assert all(f"run {e['run']}" in title and e["gpu"] in title for e in entries.values())
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    # DRAM as what it counts: reads plus writes, the reads alone beside them; the last line points at the glossary
     assert legend == [f"{i}: issuing in {entries[i]['issuing_share']:.1%} of samples, {entries[i]['registers']} registers, "
-                      f"{entries[i]['spill_bytes']} B spilled, DRAM {entries[i]['dram_bytes'] / 1e9:.2f} GB" for i in ids]
+                      f"{entries[i]['spill_bytes']} B spilled, DRAM read + written "
+                      f"{(entries[i]['dram_read_bytes'] + entries[i]['dram_write_bytes']) / 1e9:.2f} GB "
+                      f"({entries[i]['dram_read_bytes'] / 1e9:.2f} GB read)" for i in ids] + [GLOSSARY_LINE]
 
     # Legible as the book shows it: nothing under 8 pt at the column's width, no two texts overlapping once drawn.
     from helpers.figures.common import illegible  # the check every figure of the book passes
@@ -171,3 +186,52 @@ def test_limit_of_says_what_the_entry_says(rid, n):
     assert roofs["HBM copy roof"] == pytest.approx(e["dram_bytes"] / e["duration_us"] / 1e6 / _ceiling("hbm_copy"))
     assert sites is None or sites["sites"][0]["share"] == max(s["share"] for s in sites["sites"])
 
+
+
+# --- the glossary a panel points at (glossary.md, in the table of contents) -------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _glossary_terms() -> set[str]:
+    """The terms of glossary.md's {glossary} blocks: an unindented, non-empty line inside such a block."""
+    terms, inside = set(), False
+    for line in (ROOT / f"{GLOSSARY}.md").read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.strip() == "```{glossary}"
+            continue
+        if inside and line.strip() and not line.startswith(" "):
+            terms.add(line.strip())
+    return terms
+
+
+def test_every_recorded_stall_reason_has_a_plain_name_and_a_glossary_entry():
+    recorded = {r for e in _reference()["profiles"].values() for r in e["stall_reasons"]}
+    for path in results.RESULTS.glob("*/" + results.RUN_FILE):  # every machine's run, not only the reference
+        recorded |= {r for e in json.loads(path.read_text()).get("profiles", {}).values() for r in e["stall_reasons"]}
+    # and the ones the book names without a recorded share: the issuing samples, and reasons Nsight Compute may add
+    named = recorded | {"selected", "sleeping", "tex_throttle", "math_pipe_throttle", "membar", "no_instructions"}
+    assert named <= set(PLAIN), named - set(PLAIN)
+    assert named <= _glossary_terms(), named - _glossary_terms()
+    assert stall_label("long_scoreboard") == "waiting on global/TMA data\n(long_scoreboard)"
+    assert stall_label("other") == OTHER and stall_label("a_new_reason") == "a_new_reason"
+
+
+def test_the_glossary_explains_every_site_kind_and_every_throughput_row():
+    from helpers.sites import KINDS, WAIT_LOOP
+    terms = _glossary_terms()
+    kinds = {what for _, what in KINDS} | {WAIT_LOOP, "other", "branch"}
+    assert kinds <= terms, kinds - terms
+    assert {"tensor pipe busy", "L2 -> SM", "shared-memory pipe busy", "read port and fills", "achieved occupancy",
+            "DRAM read + written", "issuing share"} <= terms
+
+
+def test_the_panel_says_where_its_glossary_is():
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed here")
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    tools = next(part for part in toc["parts"] if part["caption"] == "Tools")
+    assert {"file": GLOSSARY} in tools["chapters"]  # where the footer sends the reader: the sidebar, under Tools
+    assert "Glossary page (sidebar, Tools)" in GLOSSARY_LINE
+    assert (ROOT / f"{GLOSSARY}.md").read_text().startswith("# Glossary")
+    ax_s, _ = fig_profile("07_tma", "06_wgmma_wide", 8192)
+    assert fig_profile.__doc__ and GLOSSARY_LINE in [t.get_text() for t in ax_s.figure.legends[0].get_texts()]

@@ -21,6 +21,42 @@ TOP = 5                                           # stall reasons kept per rung;
 ROOFS = {"l2_read": "LDG", "tma_l2_gemm": "TMA", "tma_multicast": "TMA multicast"}  # each load path's ceiling
 FONT = 8.5
 NEAR = 0.5  # a roof under half used is not what binds: the sentence says the rung is near none
+GLOSSARY = "glossary"  # the book's page (glossary.md, beside intro.md) that explains every name the panel shows
+# Each stall reason in plain words, Nsight Compute's name beside it on the panel (the book's glossary.md says what each
+# one usually means in this book's kernels). A reason missing here is shown under its Nsight name alone.
+PLAIN = {
+    "long_scoreboard": "waiting on global/TMA data",
+    "short_scoreboard": "waiting on shared memory",
+    "barrier": "at a barrier or wgmma wait",
+    "wait": "fixed-latency wait",
+    "mio_throttle": "shared-memory queue full",
+    "lg_throttle": "global-memory queue full",
+    "tex_throttle": "texture queue full",
+    "dispatch_stall": "dispatcher held back",
+    "not_selected": "ready, another warp issued",
+    "selected": "issuing",
+    "math_pipe_throttle": "math pipe busy",
+    "membar": "at a memory fence",
+    "branch_resolving": "resolving a branch",
+    "no_instructions": "no instruction fetched",
+    "sleeping": "asleep",
+    "drain": "draining stores at exit",
+    "imc_miss": "constant-cache miss",
+    "misc": "miscellaneous",
+    "warpgroup_arrive": "at a warpgroup arrive",
+}
+OTHER = "all other reasons"  # the row that sums the reasons outside every rung's top TOP
+GLOSSARY_LINE = ("Plain names, Nsight Compute's in brackets: each stall reason and bar is explained on the book's "
+                 "Glossary page (sidebar, Tools).")
+
+
+def stall_label(reason: str) -> str:
+    """A stall row's label: the plain name with Nsight Compute's under it in brackets ("waiting on global/TMA data",
+    then "(long_scoreboard)": on one line the labels squeeze the throughput panel); the Nsight name alone where there
+    is no plain one; OTHER for "other"."""
+    if reason == "other":
+        return OTHER
+    return f"{PLAIN[reason]}\n({reason})" if reason in PLAIN else reason
 
 
 def recorded_profile(rung_id: str, n: int) -> dict:
@@ -116,6 +152,15 @@ def _rates(e: dict, rid: str, ceilings: dict) -> list[tuple[float, str]]:
             (e["smem_pipe_pct"], _pct(e["smem_pipe_pct"])), (e["occupancy_pct"], _pct(e["occupancy_pct"]))]
 
 
+def _dram(e: dict) -> str:
+    """The DRAM traffic as what it counts: an entry's dram_bytes are bytes read plus bytes written, so the label says
+    so, with the reads alone beside it where they were recorded (what "reads the same N GB" in the prose compares)."""
+    total = f"DRAM read + written {e['dram_bytes'] / 1e9:.2f} GB"
+    if e.get("dram_read_bytes") is not None:
+        return total + f" ({e['dram_read_bytes'] / 1e9:.2f} GB read)"
+    return total
+
+
 def _pct(v: float) -> str:
     return f"{v:.1f}%" if v < 10 else f"{v:.0f}%"
 
@@ -124,7 +169,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     """rung_id beside before_id (None: alone) at N x N x N, from the recorded profiles. Left: the stall reasons, as
     shares of the sampled stalls (issuing samples excluded; the issuing share is in the legend). Right: the math pipe,
     L2 -> SM, the shared-memory pipe and achieved occupancy, each as % of its roof, the absolute value on the
-    bar. `axes`: a pair of Axes to draw on, else a new 9.2 x 4 in figure. Returns the pair (stalls, throughput).
+    bar. `axes`: a pair of Axes to draw on, else a new 9.2 x 4.8 in figure. Returns the pair (stalls, throughput).
     NotRecorded, in one sentence, before anything is drawn if either profile is missing."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import PercentFormatter
@@ -133,7 +178,8 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     entries = [recorded_profile(rid, n) for rid in ids]
     ceilings = recorded_ceilings()
     if axes is None:
-        fig = plt.figure(figsize=(9.2, 4), layout="constrained")  # the book's column: 9.4 in with its padding
+        fig = plt.figure(figsize=(9.2, 4.8), layout="constrained")  # the book's column: 9.4 in with its padding; the
+        # height gives each stall row room for its two lines (a plain name, Nsight Compute's under it)
         axes = fig.subplots(1, 2, width_ratios=(1, 1.1))
     ax_s, ax_r = axes
     fig = ax_s.figure
@@ -147,7 +193,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
         shares = [e["stall_reasons"].get(r, 0.0) for r in rows[:-1]]
         shares.append(sum(v for r, v in e["stall_reasons"].items() if r not in rows))
         ax_s.barh([i + dy for i in range(len(rows))], shares, h, color=c, label=rid)
-    ax_s.set_yticks(range(len(rows)), rows, fontsize=FONT)
+    ax_s.set_yticks(range(len(rows)), [stall_label(r) for r in rows], fontsize=FONT)
     ax_s.set_ylim(len(rows) - 0.5, -0.5)
     ax_s.set_xlim(0, 1.12 * max(max(b.get_width() for b in ax_s.patches), 0.05))
     ax_s.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -161,7 +207,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     l2_label = (f"L2 -> SM, % of {next(iter(roofs))} roof\n{next(iter(roofs.values())):.2f} TB/s" if len(roofs) == 1
                 else "L2 -> SM, % of its path's roof:\n" + ", ".join(f"{k} {v:.2f}" for k, v in roofs.items()) + " TB/s")
     labels = [f"{' or '.join(sorted(pipes))} pipe busy,\n% of peak", l2_label,
-              "shared-memory pipe busy,\n% of peak",
+              "shared-memory pipe busy\n(not TMA fills), % of peak",
               "achieved occupancy,\n% of warp slots"]
     rates = [_rates(e, rid, ceilings) for rid, e in zip(ids, entries)]
     right = 1.32 * max(100.0, *(v for r in rates for v, _ in r))
@@ -181,9 +227,11 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
 
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours[:len(ids)]]
     names = [f"{rid}: issuing in {e['issuing_share']:.1%} of samples, {e['registers']} registers, "
-             f"{e['spill_bytes']} B spilled, DRAM {e['dram_bytes'] / 1e9:.2f} GB" for rid, e in zip(ids, entries)]
-    # one rung a row: side by side the two lines would widen the figure past the book's column
-    fig.legend(handles, names, loc="outside lower center", ncols=1, fontsize=FONT, frameon=False)
+             f"{e['spill_bytes']} B spilled, {_dram(e)}" for rid, e in zip(ids, entries)]
+    # one rung a row: side by side the two lines would widen the figure past the book's column; the last row, with
+    # no swatch, the footer that says where every name on the panel is explained
+    handles.append(plt.Rectangle((0, 0), 1, 1, fill=False, edgecolor="none"))
+    fig.legend(handles, names + [GLOSSARY_LINE], loc="outside lower center", ncols=1, fontsize=FONT, frameon=False)
     runs = {(e["run"], e["gpu"]) for e in entries}
     source = (f"run {entries[0]['run']} on {entries[0]['gpu']}" if len(runs) == 1 else
               ";\n".join(f"{rid}: run {e['run']} on {e['gpu']}" for rid, e in zip(ids, entries)))
