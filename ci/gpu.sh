@@ -53,7 +53,7 @@ for step in $steps; do
                   python3 -m tools.multicast_probe 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     ceilings) python3 -m tools.ceilings 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
-    # All four rows (10_beyond_cublas and 12_fp8 at 4096 and 8192) in one call, each recorded even when another
+    # All four rows (10_chip and 12_fp8 at 4096 and 8192) in one call, each recorded even when another
     # fails; ncu with --cache-control none (the harness never flushes).
     crosscheck) python3 -m tools.crosscheck 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;
     banks)    python3 -m tools.bank_conflicts 2>&1 | tee "$LOGS/banks.log" || status=1 ;;

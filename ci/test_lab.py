@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "chapters/01_fp32_simt.ipynb"
 PLAYGROUND = "chapters/playground.ipynb"
 TMA = "chapters/07_tma.ipynb"
-BEYOND = "chapters/10_beyond_cublas.ipynb"
+CHIP = "chapters/10_chip.ipynb"
 
 
 def _free_port() -> int:
@@ -46,7 +46,7 @@ def lab():
     for name in ("helpers", "kernels", "results", "experiments"):  # chapter 07's cells import experiments too
         shutil.copytree(ROOT / name, scratch / name)
     (scratch / "chapters").mkdir()
-    for name in (CHAPTER, PLAYGROUND, TMA, BEYOND):
+    for name in (CHAPTER, PLAYGROUND, TMA, CHIP):
         shutil.copy(ROOT / name, scratch / name)
     port = _free_port()
     env = {**os.environ, "GEMM_LADDER_REPLAY": "1", "PYTHONPATH": str(scratch)}
@@ -327,13 +327,13 @@ def test_a_reader_checks_the_fix_the_kernel_exercise_without_a_gpu(lab, browser)
 def test_a_reader_makes_the_multicast_mistake_and_is_told_why(lab, browser):  # noqa: F811
     sys.path.insert(0, str(ROOT))
     from helpers import build, rung
-    c = build(rung("10_beyond_cublas")).consts
+    c = build(rung("10_chip")).consts
     # Exercise 1 asks for the bytes a stage's expect_tx announces; the usual mistake counts only what this CTA
     # fetches itself, its A and its half of B, and leaves out the half of B its partner multicasts into the stage.
     own, partner = (c["BM"] + c["BN"] // c["CLUSTER"]) * c["BK"] * 2, c["BN"] // c["CLUSTER"] * c["BK"] * 2
     assert own == 32768, own  # the answer the issue's reader gave; the kernel's tile has changed if this fails
     url, _ = lab
-    _open(browser, url, BEYOND)
+    _open(browser, url, CHIP)
     # Only the cells the grader needs: the set-up, the chapter's imports and kernel constants, the persistent grid,
     # the answer cells (exercise 1 answered with that mistake), and the grading cell.
     ran = browser.execute_script("""

@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     sass.add_argument("--listing", action="store_true", help="also print the kernel's whole SASS")
     chk = sub.add_parser("check", help="is a rung right? one run on fresh data against cuBLAS (GPU)",
                          description=CHECK_HELP, formatter_class=raw)
-    chk.add_argument("rung", help="a rung id, e.g. 10_beyond_cublas")
+    chk.add_argument("rung", help="a rung id, e.g. 10_chip")
     chk.add_argument("--n", type=_size, default=1024, help="square size N (default 1024)")
     chk.add_argument("--shape", type=_size, nargs=3, metavar=("M", "N", "K"), help="a non-square M N K instead")
     return p

@@ -209,7 +209,7 @@ def _tile_speedup(x: dict) -> float:
     (the busiest cluster's tiles x tile area / steady rate), on the chapter's count of clusters."""
     from .tiles import choose_tile
     from .registry import rung
-    rows = choose_tile(rung("10_beyond_cublas"), 3072, 3072, 3072, x["clusters"])
+    rows = choose_tile(rung("10_chip"), 3072, 3072, 3072, x["clusters"])
     return rows[0]["cost"] / next(row["cost"] for row in rows if row["picked"])
 
 
@@ -276,13 +276,13 @@ PREDICTIONS = {
         "wide one stops short of it: every k tile waits at a block barrier and drains its wgmma group (wait_group 0) "
         "before the next can start, and its profile's top stall is that barrier. The model has no term for it."),
     ("10", 5): Prediction(
-        _tile_speedup, lambda: _speedup("10_beyond_cublas", "10_stmatrix", 3072),
-        "10_beyond_cublas / 10_stmatrix at N=3072", "{:.3f}x", 0.1,
+        _tile_speedup, lambda: _speedup("10_chip", "10_grouped_order", 3072),
+        "10_chip / 10_grouped_order at N=3072", "{:.3f}x", 0.1,
         "the napkin prices a tile by its area and one steady rate measured at other sizes. It has no term for the "
         "pipeline's fill and drain around each cluster's first and last tile, nor for how the smaller tile's "
         "extra L2 traffic lands when all clusters start together."),
     ("12", 4): Prediction(
-        _fp8_rate, lambda: _speedup("12_fp8", "10_beyond_cublas", 8192), "12_fp8 / 10_beyond_cublas at N=8192",
+        _fp8_rate, lambda: _speedup("12_fp8", "10_chip", 8192), "12_fp8 / 10_chip at N=8192",
         "{:.3f}x", 0.1,
         "the napkin doubles every part of a tile's time, but only the k loop runs on the tensor pipe. The epilogue "
         "writes the same bf16 C in the same time, and the ring moves the same bytes per stage, now for twice the "

@@ -3,7 +3,7 @@ registry's config applied, exactly as the build sees them), its tile, its block 
 shapes its tile constants refuse. The tile policy (helpers.tiles) chooses from these facts before any variant is
 built; helpers.kernel holds the same facts for the one build a launch uses.
 
-    f = facts(rung("10_beyond_cublas"))      # the rung as built
+    f = facts(rung("10_chip"))      # the rung as built
     f.consts["BN"], f.tile, f.misfit(4096, 4160, 4096)
     facts(r, variant_source(r, {"BN": 192, "WGMMA_N": 192}))   # a tile variant, still uncompiled
 """

@@ -2,7 +2,7 @@
 read off that one build: its constants, the loaded function, how many of its clusters fit on the chip, its grid,
 and its argument convention.
 
-    kern = kernel("10_beyond_cublas")   # compiled once per process (NVRTC's cubin is also cached on disk)
+    kern = kernel("10_chip")   # compiled once per process (NVRTC's cubin is also cached on disk)
     kern.consts["BN"], kern.build.sass() # what the compiler made of it: no GPU needed
     kern.geometry(4096, 4096)            # (grid, block, dynamic smem) of one launch: needs the GPU for a persistent grid
     kern.args(a, b, c)                   # pointers, or TMA tensor maps, in the order the kernel takes them

@@ -3,7 +3,7 @@ loaded. `check` (is it right?) and `bench` (how fast?) both take a Launch, so a 
 `prepare` goes down once: the registry's rung, its facts (constants read from the source, no compile), the tile
 policy's choice (helpers.tiles), the one build it chose (helpers.kernel), the Launch.
 
-    lau = prepare("10_beyond_cublas", 4096)     # refuses a bad shape in one sentence, before anything runs
+    lau = prepare("10_chip", 4096)     # refuses a bad shape in one sentence, before anything runs
     a, b = lau.inputs(); c = lau.output()       # fresh random operands, a NaN-poisoned C
     lau(a, b, c)                                # arrays checked (shape, dtype, layout, alignment), then launched
 """

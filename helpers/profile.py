@@ -1,6 +1,6 @@
 """Nsight Compute profiles: why each rung runs at the speed it does, measured (issue "evidence", item 2).
 
-    p = profile("10_beyond_cublas", 4096)   # live (a Hopper GPU with ncu): profiled once per run and recorded
+    p = profile("10_chip", 4096)   # live (a Hopper GPU with ncu): profiled once per run and recorded
                                             # elsewhere: the recorded entry, or NotRecorded in one sentence
     python -m helpers profile [--replay] [--json] [--rungs ID ...] [--n N ...]
 

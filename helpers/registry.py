@@ -59,11 +59,11 @@ def _hopper(*sass: str, tma: bool = False) -> dict:
                 sass_lacks=("HMMA", "LDL", "STL") + (("LDGSTS",) if tma else ()))
 
 
-def _beyond(*sass: str) -> dict:
+def _chip(*sass: str) -> dict:
     """Chapter 10: one persistent kernel file, its steps switched on by constexprs; bf16 C (as cuBLAS writes it)
     from 10_bf16_c on."""
     return dict(_hopper("UTMALDG.2D", "SYNCS", "USETMAXREG", "HGMMA.64x256x16.F32.BF16", *sass, tma=True),
-                dtype="bf16", out_dtype="bf16", file="10_beyond_cublas", grid="persistent",
+                dtype="bf16", out_dtype="bf16", file="10_chip", grid="persistent",
                 operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"})
 
 
@@ -143,45 +143,45 @@ RUNGS: tuple[Rung, ...] = (
     # fp32, as rung 09 writes it); then C written as bf16, as cuBLAS writes it. Persistence comes first because a
     # one-block-per-tile launch leaves the tile order to the hardware, and with bf16 C its DRAM reads at 8192 moved
     # from launch to launch (2.31 to 3.51 GB in the launches profiled, against rung 09's steady 2.31; chapter 10).
-    Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_beyond_cublas",
+    Rung("10_persistent", "+ persistent: one block per SM walks the tiles", "gemm_chip",
          config={"C_BF16": 0, "CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
-         **{**_beyond("STG.E.64"), "out_dtype": "fp32",
-            "sass_lacks": (*_beyond()["sass_lacks"], "SHFL.BFLY")}),
-    Rung("10_bf16_c", "+ C written as bf16, as cuBLAS writes it", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
+         **{**_chip("STG.E.64"), "out_dtype": "fp32",
+            "sass_lacks": (*_chip()["sass_lacks"], "SHFL.BFLY")}),
+    Rung("10_bf16_c", "+ C written as bf16, as cuBLAS writes it", "gemm_chip",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3}, **_chip(*_PAIRED)),
     # 10_bf16_c launched as rung 09 is, one block per tile (a 1-D grid in rung 09's row order): bf16 C without
     # persistence, the ablation that says why persistence comes first (experiments/bf16_c_8192).
-    Rung("10_bf16_c_per_tile", "10_bf16_c launched one block per tile, as rung 09", "gemm_beyond_cublas",
+    Rung("10_bf16_c_per_tile", "10_bf16_c launched one block per tile, as rung 09", "gemm_chip",
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
-         **{**_beyond(*_PAIRED), "grid": "tile_list"}),
+         **{**_chip(*_PAIRED), "grid": "tile_list"}),
     # Pairs tie the two CTAs' rings together (a slot is free once all four consumers of the pair release it), and
     # the ring's fourth stage covers that longer round trip: alone, either costs or ties (10_cluster_3_stages,
     # 10_four_stages; experiments/ladder_orders measured every combination), so the path takes them as one step.
-    Rung("10_cluster", "+ 2x1 clusters, B multicast, the ring one stage deeper", "gemm_beyond_cublas",
-         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
-    Rung("10_cluster_3_stages", "10_cluster with rung 09's 3-stage ring: the pairs alone", "gemm_beyond_cublas",
+    Rung("10_cluster", "+ 2x1 clusters, B multicast, the ring one stage deeper", "gemm_chip",
+         config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_chip("UTMALDG.2D.MULTICAST", *_PAIRED)),
+    Rung("10_cluster_3_stages", "10_cluster with rung 09's 3-stage ring: the pairs alone", "gemm_chip",
          config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
-         **_beyond("UTMALDG.2D.MULTICAST", *_PAIRED)),
-    Rung("10_four_stages", "10_bf16_c with a 4-stage ring: the fourth stage alone", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_beyond(*_PAIRED)),
-    Rung("10_tma_store", "+ TMA-store epilogue, stmatrix into its buffers", "gemm_beyond_cublas",
-         config={"SCHEDULE": 0, "EPILOGUE": 2}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
+         **_chip("UTMALDG.2D.MULTICAST", *_PAIRED)),
+    Rung("10_four_stages", "10_bf16_c with a 4-stage ring: the fourth stage alone", "gemm_chip",
+         config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0}, **_chip(*_PAIRED)),
+    Rung("10_tma_store", "+ TMA-store epilogue, stmatrix into its buffers", "gemm_chip",
+         config={"SCHEDULE": 0, "EPILOGUE": 2}, **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # 10_tma_store's buffers written with four-byte st.shared instead of stmatrix: what stmatrix replaces.
-    Rung("10_sts_store", "10_tma_store writing its buffers with st.shared", "gemm_beyond_cublas",
-         config={"SCHEDULE": 0, "EPILOGUE": 1}, **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
+    Rung("10_sts_store", "10_tma_store writing its buffers with st.shared", "gemm_chip",
+         config={"SCHEDULE": 0, "EPILOGUE": 1}, **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D")),
     # The grouped order alone, right after persistence and bf16 C: it costs there (no pairs share B yet).
-    Rung("10_grouped", "10_bf16_c with the grouped tile order", "gemm_beyond_cublas",
-         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_beyond(*_PAIRED)),
-    # 10_beyond_cublas with its 128 x 256 tile at every shape: where the tile choice acts (N = 1024 to 3072), the step
+    Rung("10_grouped", "10_bf16_c with the grouped tile order", "gemm_chip",
+         config={"CLUSTER": 1, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3}, **_chip(*_PAIRED)),
+    # 10_chip with its 128 x 256 tile at every shape: where the tile choice acts (N = 1024 to 3072), the step
     # before it; at 4096 and 8192, where the choice keeps that tile, the same kernel.
-    Rung("10_stmatrix", "+ grouped tile order for L2, one tile for every shape", "gemm_beyond_cublas",
-         **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
+    Rung("10_grouped_order", "+ grouped tile order for L2, one tile for every shape", "gemm_chip",
+         **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # The last step picks a 128 x 192 or 128 x 128 tile where the wave napkin says it finishes first: at full
     # waves they are slower than 128 x 256, so they only win where they fill a last wave that 256 leaves empty.
-    Rung("10_beyond_cublas", "+ grouped tile order for L2, a tile per problem shape", "gemm_beyond_cublas",
+    Rung("10_chip", "+ grouped tile order for L2, a tile per problem shape", "gemm_chip",
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
          solo_clusters=True,
-         **_beyond("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
+         **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
     # Chapter 12: rung 10's kernel on e4m3 operands (its 128 x 256 tile; the same 48 KiB stage holds k = 128).
     Rung("12_fp8", "e4m3 operands, wgmma k32, scales in the epilogue", "gemm_fp8", dtype="e4m3", out_dtype="bf16",
          needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c",
@@ -211,14 +211,14 @@ RUNGS: tuple[Rung, ...] = (
 #   stage that their longer round trip needs). Alone, either costs, so the path takes them together.
 # - 10_sts_store, the TMA store's buffers written without stmatrix, and 10_grouped, the grouped order right after
 #   persistence and bf16 C, where it costs (it pays once pairs share B).
-# - 10_stmatrix, 10_beyond_cublas with its 128 x 256 tile at every shape. At 4096 and 8192 the tile choice keeps
+# - 10_grouped_order, 10_chip with its 128 x 256 tile at every shape. At 4096 and 8192 the tile choice keeps
 #   that tile, so the path's last step is the grouped order alone there; chapter 10 times the choice where it acts.
 # They stay in RUNGS, drawn apart, off this path.
 MAIN: tuple[str, ...] = (
     "01_naive", "01_coalesced", "01_smem_tiled", "01_blocktile_2d", "01_vectorized", "01_warptiled",
     "02_wmma_naive", "02_wmma_smem", "03_mma_sync", "04_swizzle", "05_cp_async",
     "06_wgmma_m64n64", "06_wgmma_wide", "07_tma", "08_same_tile", "09_setmaxnreg",
-    "10_persistent", "10_bf16_c", "10_cluster", "10_tma_store", "10_beyond_cublas", "12_fp8",
+    "10_persistent", "10_bf16_c", "10_cluster", "10_tma_store", "10_chip", "12_fp8",
 )
 
 @dataclass(frozen=True)

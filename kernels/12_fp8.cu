@@ -1,5 +1,5 @@
 // Rung 12_fp8: Hopper FP8. e4m3 A and B, FP32 accumulate, BF16 C, sm_90a.
-// Builds on: 10_beyond_cublas, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
+// Builds on: 10_chip, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
 // stmatrix + TMA-store epilogue, 128 x 256 tiles). What changes:
 //   - A and Bt hold e4m3 (1 byte), so the 128-byte TMA box row and swizzle row carry BK = 128 values of k, and a
 //     stage moves the same 48 KiB as rung 10's while holding twice the k: twice the FLOP per byte loaded;

@@ -187,7 +187,7 @@ def test_rungs_08_on_keep_one_empty_barrier_parity_convention():
     # waits on empty[s] for the phase before its lap's (a fresh barrier counts as having completed it), and no
     # consumer arrives on the empty barriers before its loop.
     from helpers.registry import KERNELS
-    for name in ("08_warp_specialized", "09_setmaxnreg", "10_beyond_cublas"):
+    for name in ("08_warp_specialized", "09_setmaxnreg", "10_chip"):
         src = (KERNELS / f"{name}.cu").read_text()
         waits = re.findall(r"mbarrier_wait_parity\(smem_addr\(&empty\[s\]\),\s*([^;]+)\);", src)
         assert waits and all(re.fullmatch(r"\(\(\w+ / STAGES\) & 1\) \^ 1", w) for w in waits), (name, waits)

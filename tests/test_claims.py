@@ -11,7 +11,7 @@ from helpers.registry import ROOT
 
 from conftest import prose, says
 
-FINAL = "10_beyond_cublas"
+FINAL = "10_chip"
 TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "sustained", "variants")
 
 
@@ -85,7 +85,7 @@ def test_the_harness_agrees_with_nsight_compute(data):
 
 def test_level_with_cublas_and_not_ahead_is_what_the_final_rung_measured(data):
     texts = {name: prose((ROOT / name).read_text()) for name in ("intro.md", "README.md")}
-    texts["chapter 10"] = _markdown("10_beyond_cublas.ipynb")
+    texts["chapter 10"] = _markdown("10_chip.ipynb")
     texts["chapter 11"] = _markdown("11_the_climb.ipynb")
     ratios = [_ratio(data, FINAL, n) for n in (4096, 8192)]
     for where, text in texts.items():
@@ -119,7 +119,7 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
         assert abs(_l2(data, "10_sts_store", n, "tensor_pipe_pct") - _l2(data, "10_tma_store", n, "tensor_pipe_pct")) < 0.5
         assert abs(_ratio(data, "10_tma_store", n) - _ratio(data, "10_sts_store", n)) < 0.005  # "a few tenths of a point"
     g = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
-    f3072, f1024 = (g(FINAL, n)["tflops"] / g("10_stmatrix", n)["tflops"] for n in (3072, 1024))
+    f3072, f1024 = (g(FINAL, n)["tflops"] / g("10_grouped_order", n)["tflops"] for n in (3072, 1024))
     from helpers.registry import rung
     from helpers.tiles import choose_tile
     costs = choose_tile(rung(FINAL), 3072, 3072, 3072, data["grids"][FINAL]["clusters"])
@@ -128,7 +128,7 @@ def test_chapter_10_steps_5_and_6_claims_hold(data):
     assert f1024 > 1.3  # the factor itself and the napkin's: tests/test_conclusions_10a.py
     assert g(FINAL, 3072)["tile"] == [128, 192] and g(FINAL, 1024)["tile"] == [128, 128]
     assert g(FINAL, 4096)["tile"] == [128, 256] and g(FINAL, 8192)["tile"] == [128, 256]
-    assert 0.72 <= _ratio(data, "10_stmatrix", 3072) <= 0.78
+    assert 0.72 <= _ratio(data, "10_grouped_order", 3072) <= 0.78
     # the summary's line on the tile per shape: tests/test_conclusions_10b.py
 
 
@@ -246,12 +246,12 @@ def test_splitk_builds_are_configs_of_its_kernel():
 
 def test_pingpong_builds_are_configs_of_its_kernel():
     """The ping-pong experiment's kernel (experiments/pingpong/pingpong.cu) with every switch at its default has
-    chapter 10's constants (10_stmatrix's file, less the two switches it never builds: C_BF16 and EPILOGUE), every
+    chapter 10's constants (10_grouped_order's file, less the two switches it never builds: C_BF16 and EPILOGUE), every
     build is a config of it, and its trace is one switch that adds the three stamps."""
     from helpers.csource import read_consts, source
     from experiments.pingpong import build as pp
     own = {"PINGPONG", "M_WGMMAS", "WGMMA_GROUPS", "TRACE", "TRACE_TILES", "CONSUMER_ROWS", "SLOT_READERS"}
-    plain, mine = read_consts(source("10_stmatrix")), read_consts(pp.source())
+    plain, mine = read_consts(source("10_grouped_order")), read_consts(pp.source())
     assert {k: v for k, v in mine.items() if k not in own} == \
         {k: v for k, v in plain.items() if k not in ("C_BF16", "EPILOGUE")}
     assert pp.source().count("clock64()") == 3 and pp.TRACE_TILES == mine["TRACE_TILES"]
@@ -308,16 +308,16 @@ def test_experiment_builds_compile_as_described():
     from helpers.kernel import kernel
     from helpers.registry import rung
     for name, (cm, cn) in cl.SHAPES_OF.items():
-        k = kernel(rung("10_stmatrix"), cl.cluster_source(cm, cn))
-        c, res = k.consts, k.build.resources["gemm_beyond_cublas"]
+        k = kernel(rung("10_grouped_order"), cl.cluster_source(cm, cn))
+        c, res = k.consts, k.build.resources["gemm_chip"]
         assert (c["CLUSTER"], c["A_BOX_ROWS"], c["B_BOX_ROWS"]) == (cm * cn, 128 // cn, 256 // cm), name
         assert (c["UNIT_M"], c["UNIT_N"]) == (128 * cm, 256 * cn), name
         assert res.spill_stores == res.spill_loads == 0
-        assert bool(k.build.count("UTMALDG.2D.MULTICAST", "gemm_beyond_cublas")) == (cm * cn > 1), name
+        assert bool(k.build.count("UTMALDG.2D.MULTICAST", "gemm_chip")) == (cm * cn > 1), name
     k = kernel(rung("12_fp8"), fp.every_256())
     assert (k.consts["PROMOTE"], k.consts["BN"]) == (2, 128) and k.build.count("QGMMA.64x128x32", "gemm_fp8")
     for name in st.BUILDS:
-        k = kernel(rung("10_stmatrix"), st.build_source(name))
+        k = kernel(rung("10_grouped_order"), st.build_source(name))
         assert k.consts["CONSUMERS"] == 1 and k.consts["BM"] == 64 and k.consts["THREADS"] == 256, name
     assert len(lo.BUILDS) == 32 and lo.name("PCSEF") == "PCSEF" and lo.name("") == "-----"
     for on in ("", "CS", "PEF"):

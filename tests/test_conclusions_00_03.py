@@ -270,5 +270,5 @@ def test_chapter_00_reads_the_paths_alike_and_separates_sharing_from_size(data):
     assert shared > distinct, f"TMA in the shared walk no longer reads more than distinct slices: {shared} vs {distinct}"
     assert c["l2_read"]["value"] < c[f"read_ldg@{list(READ_SETS)[-1]}"]["value"], "l2_read no longer understates LDG"
     assert c["hbm_read"]["value"] > c["hbm_copy"]["value"], "HBM read-only no longer runs above the copy"
-    drawn = [recorded_profile(r, 8192)["l2_tbps"] for r in ("10_persistent", "10_cluster", "10_beyond_cublas")]
+    drawn = [recorded_profile(r, 8192)["l2_tbps"] for r in ("10_persistent", "10_cluster", "10_chip")]
     assert min(drawn) > distinct, f"chapter 10's rungs no longer draw above the distinct-slice TMA roof: {drawn}"

@@ -11,7 +11,7 @@ from helpers.registry import ROOT, RUNGS
 
 from conftest import prose, says
 
-FINAL = "10_beyond_cublas"
+FINAL = "10_chip"
 SIZES = (4096, 8192)
 
 
@@ -22,7 +22,7 @@ def data():
 
 def _text() -> str:
     """What chapter 10 shows: its markdown cells and the Markdown its rendered-prose cells output."""
-    nb = json.loads((ROOT / "chapters" / "10_beyond_cublas.ipynb").read_text())
+    nb = json.loads((ROOT / "chapters" / "10_chip.ipynb").read_text())
     out = []
     for c in nb["cells"]:
         if c["cell_type"] == "markdown":
@@ -133,7 +133,7 @@ def test_chapter_10_step_2_takes_the_pairs_with_the_fourth_stage(data):
     assert 0.9 * roof < p["l2_tbps"] < roof, f"10_bf16_c no longer draws L2 near the TMA roof: {p['l2_tbps']}"
 
 
-def test_chapter_10_stmatrix_removes_the_stores_and_moves_nothing_else(data):
+def test_chapter_10_grouped_order_removes_the_stores_and_moves_nothing_else(data):
     """Step 3, continued (stmatrix): Nsight Compute counts the model's STS instructions, then none; the tensor pipe
     stays within half a point and the rate within half a percent, never lower. Whether the rounds part the two (the
     H200 run 2026-11-29T01:10Z-h200: x1.0027 at 8192, beyond the spread; the H100 run 19:47Z: level at both) chapter 10
@@ -163,14 +163,14 @@ def test_chapter_10_a_tile_per_shape_pays_where_the_wave_napkin_says(data):
     costs = choose_tile(rung(FINAL), 3072, 3072, 3072, data["grids"][FINAL]["clusters"])
     picked = next(r for r in costs if r["picked"])
     napkin = costs[0]["cost"] / picked["cost"]
-    f3072 = _row(data, FINAL, 3072).tflops / _row(data, "10_stmatrix", 3072).tflops
+    f3072 = _row(data, FINAL, 3072).tflops / _row(data, "10_grouped_order", 3072).tflops
     assert 1.2 <= f3072 <= 1.3 and abs(f3072 / napkin - 1) < 0.05, f"the tile at 3072 no longer pays as the napkin said: {f3072:.2f} against {napkin:.2f}"
     busy = lambda who: _l2(data, who, 3072, "sm_busy_pct") / 100  # noqa: E731
-    assert abs(busy(FINAL) - picked["efficiency"]) < 0.05 and abs(busy("10_stmatrix") - costs[0]["efficiency"]) < 0.05, \
+    assert abs(busy(FINAL) - picked["efficiency"]) < 0.05 and abs(busy("10_grouped_order") - costs[0]["efficiency"]) < 0.05, \
         "the SMs' busy share at 3072 is no longer what the wave count predicts"
     assert abs(busy(FINAL) - busy("cublas")) < 0.03, "the SMs at 3072 are no longer as busy as cuBLAS's"
-    assert 0.72 <= _row(data, "10_stmatrix", 3072).ratio <= 0.78  # "three quarters of cuBLAS" before the step
-    assert _row(data, FINAL, 1024).tflops > 1.3 * _row(data, "10_stmatrix", 1024).tflops, "the tile at 1024 no longer pays"
+    assert 0.72 <= _row(data, "10_grouped_order", 3072).ratio <= 0.78  # "three quarters of cuBLAS" before the step
+    assert _row(data, FINAL, 1024).tflops > 1.3 * _row(data, "10_grouped_order", 1024).tflops, "the tile at 1024 no longer pays"
     g = lambda n: data["gemm"][results.gemm_key(FINAL, n, n, n)]  # noqa: E731
     assert g(3072)["tile"] == [128, 192] and g(1024)["tile"] == [128, 128]
     assert g(4096)["tile"] == [128, 256] and g(8192)["tile"] == [128, 256]
@@ -383,7 +383,7 @@ def test_chapter_10_the_barrier_stalls_are_idle_producer_warps_and_wgmma_waits(d
             assert sites[1]["kind"] == DEPBAR and sites[1]["share"] > 0.15, \
                 f"{who} at N={n}: the second site is no longer the consumers' wgmma.wait_group ({sites[1]})"
             assert not any(s["kind"].startswith("bar.sync") for s in sites[:3]), f"{who} at N={n}: a BAR.SYNC leads"
-    src = (ROOT / "kernels" / "10_beyond_cublas.cu").read_text()
+    src = (ROOT / "kernels" / "10_chip.cu").read_text()
     tail = src[src.rindex("No CTA leaves while its partner"):]
     assert "if constexpr (CLUSTER > 1)" in tail and "barrier_cluster_sync();" in tail, \
         "the closing cluster barrier is no longer compiled for pairs only"
@@ -435,6 +435,6 @@ def test_chapter_10_final_rung_lands_between_the_distinct_and_the_shared_tma_roo
     distinct-slice roof at 2.7 MB, because a GEMM's loads share, and under the shared walk's, the comparable roof."""
     from helpers.figures import recorded_profile
     c = data["ceilings"]
-    landed = recorded_profile("10_beyond_cublas", 8192)["l2_tbps"]
+    landed = recorded_profile("10_chip", 8192)["l2_tbps"]
     assert c["read_tma@2.7MB"]["value"] < landed < c["read_tma_shared@2.7MB"]["value"], \
         f"the final rung's {landed:.2f} TB/s no longer lie between the distinct and the shared TMA roofs"

@@ -10,7 +10,7 @@ from helpers import results
 
 from conftest import says
 
-FINAL = "10_beyond_cublas"
+FINAL = "10_chip"
 SIZES = (4096, 8192)
 
 
@@ -70,9 +70,9 @@ def test_no_switch_helps_and_clusters_of_one_lead_only_at_2048(data):
 
 
 def test_at_2048_the_pairs_take_longer_and_stall_more_at_barriers(data):
-    """The profile at N = 2048: the same kernel in pairs (10_stmatrix) takes longer than the launch with clusters of
+    """The profile at N = 2048: the same kernel in pairs (10_grouped_order) takes longer than the launch with clusters of
     one; both read only a few megabytes from DRAM, and the pairs spend more of their stalls at a barrier."""
-    one, two = (data["profiles"][f"{r}@2048"] for r in (FINAL, "10_stmatrix"))
+    one, two = (data["profiles"][f"{r}@2048"] for r in (FINAL, "10_grouped_order"))
     assert one["duration_us"] < two["duration_us"], "at N = 2048 the pairs no longer take longer than clusters of one"
     assert max(e["dram_read_bytes"] for e in (one, two)) < 10e6, "at N = 2048 the operands no longer stay in L2"
     assert two["stall_reasons"]["barrier"] > one["stall_reasons"]["barrier"], \
@@ -144,7 +144,7 @@ def test_ping_pong_hides_the_epilogue_and_pays_more_in_its_k_loops():
 
 def _markdown() -> str:
     from helpers.registry import ROOT
-    nb = json.loads((ROOT / "chapters" / "10_beyond_cublas.ipynb").read_text())
+    nb = json.loads((ROOT / "chapters" / "10_chip.ipynb").read_text())
     return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
@@ -328,7 +328,7 @@ def test_the_summary_holds(data):
     assert all(not s.falls and abs(s.factor - 1) < 0.005 for s in st("10_sts_store", "10_tma_store")), \
         "stmatrix now moves the timing by half a percent or more, or costs"
     for n in (1024, 3072):
-        assert _row(data, FINAL, n).ratio > _row(data, "10_stmatrix", n).ratio + 0.1, \
+        assert _row(data, FINAL, n).ratio > _row(data, "10_grouped_order", n).ratio + 0.1, \
             f"the tile per shape no longer lifts N = {n}"
     c1 = clusters_of_one_rows()
     assert all(c1["recorded", n]["ratio"] > c1["replaced", n]["ratio"] for n in (1024, 2048))

@@ -14,7 +14,7 @@ from helpers.registry import MAIN, ROOT
 
 from conftest import prose, says
 
-FINAL = "10_beyond_cublas"
+FINAL = "10_chip"
 N = (4096, 8192)
 SIZES = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
 SHAPES = ((8192, 8192, 1024), (4096, 16384, 4096), (2048, 8192, 8192), (12288, 12288, 4096))
@@ -109,7 +109,7 @@ def test_chapter_11_steps_need_the_right_company(data):
     4096, x1.0017); the grouped order costs right after bf16 C at 4096 (on the H100 at 8192 too; on the H200 it rises
     there, x1.020, cutting the DRAM reads) and rises as the last step, by more at each size; the TMA store never
     falls and rises at 4096 (at 8192 it rises on the H100, x1.005, and is flat on the H200, x1.0002); the fourth
-    stage cost in chapter 07 and rises at both sizes only with the pairs; 10_stmatrix is level with the final
+    stage cost in chapter 07 and rises at both sizes only with the pairs; 10_grouped_order is level with the final
     rung. The paragraph renders each verdict from the run (pick); what it picks between is held here."""
     from experiments.bf16_stores import medians
     med = medians(1, 2)
@@ -135,7 +135,7 @@ def test_chapter_11_steps_need_the_right_company(data):
         assert row_order < 1, f"the final rung in row order is no longer behind at N={n}"
         assert _step(data, "07_tma", "07_four_stages", n).factor < 1, \
             f"chapter 07's fourth stage no longer costs at N={n}"
-        assert _step(data, FINAL, "10_stmatrix", n).flat, f"10_stmatrix is no longer level with the final rung at N={n}"
+        assert _step(data, FINAL, "10_grouped_order", n).flat, f"10_grouped_order is no longer level with the final rung at N={n}"
     for alone in ("10_cluster_3_stages", "10_four_stages"):  # "apart, each costs at one size at least"
         assert any(_step(data, "10_bf16_c", alone, n).falls for n in N), f"{alone} alone no longer costs at either size"
     assert _step(data, "10_bf16_c", "10_grouped", 4096).falls, "the grouped order no longer costs after bf16 C at 4096"

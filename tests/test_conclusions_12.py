@@ -13,7 +13,7 @@ from helpers.registry import ROOT
 
 from conftest import prose, says
 
-FP8, BF16 = "12_fp8", "10_beyond_cublas"
+FP8, BF16 = "12_fp8", "10_chip"
 BAR = 3  # points: the cross-check's bar, as the chapter states it (tools/crosscheck.py's GAP)
 
 
@@ -237,7 +237,7 @@ def test_chapter_12_names_the_limit_the_profile_shows(cells):
     ids = [c["id"] for c in cells]
     i = ids.index("c12-profile-md")
     assert ids[i - 1] == "c12-profile" and "remove-input" in cells[i]["metadata"]["tags"]
-    assert 'fig_profile("12_fp8", "10_beyond_cublas", n=8192)' in "".join(cells[i - 1]["source"])
+    assert 'fig_profile("12_fp8", "10_chip", n=8192)' in "".join(cells[i - 1]["source"])
     x, b = limit_of(FP8, 8192), limit_of(BF16, 8192)
     e = recorded_profile(FP8, 8192)
     assert x["roof"] == b["roof"] and x["pipe"] == b["pipe"] == "tensor"  # "the same roof"
@@ -333,5 +333,5 @@ def test_chapter_12_both_rungs_land_under_the_shared_tma_roof(data):
     rungs 12 and 10 both land under it at N = 8192."""
     from helpers.figures import recorded_profile
     shared = data["ceilings"]["read_tma_shared@2.7MB"]["value"]
-    drawn = {r: recorded_profile(r, 8192)["l2_tbps"] for r in ("12_fp8", "10_beyond_cublas")}
+    drawn = {r: recorded_profile(r, 8192)["l2_tbps"] for r in ("12_fp8", "10_chip")}
     assert max(drawn.values()) < shared, f"a rung now lands at or above the shared TMA roof: {drawn} vs {shared}"

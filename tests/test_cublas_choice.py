@@ -171,20 +171,20 @@ def test_the_crosscheck_refuses_a_launch_count_it_did_not_queue(monkeypatch):
 
     monkeypatch.setattr(crosscheck, "ncu_rows", fake_ncu_rows)
     with pytest.raises(RuntimeError, match="expected 7 launches"):
-        crosscheck.crosscheck("10_beyond_cublas", 4096, "gemm_")
+        crosscheck.crosscheck("10_chip", 4096, "gemm_")
 
 
 def test_the_crosscheck_defaults_to_all_four_rows():
     from tools import crosscheck
-    assert crosscheck.parse_args([]) == (["10_beyond_cublas", "12_fp8"], [4096, 8192])
+    assert crosscheck.parse_args([]) == (["10_chip", "12_fp8"], [4096, 8192])
     assert crosscheck.parse_args(["12_fp8", "4096"]) == (["12_fp8"], [4096])
-    assert crosscheck.parse_args(["8192"]) == (["10_beyond_cublas", "12_fp8"], [8192])
+    assert crosscheck.parse_args(["8192"]) == (["10_chip", "12_fp8"], [8192])
     gpu_sh = (ROOT / "ci" / "gpu.sh").read_text()
     assert "python3 -m tools.crosscheck 2>&1" in gpu_sh
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rid", ["10_beyond_cublas", "12_fp8"])
+@pytest.mark.parametrize("rid", ["10_chip", "12_fp8"])
 def test_bench_times_every_candidate_and_the_fastest_is_the_reference(rid):
     pytest.importorskip("nvmath", reason="cuBLASLt's candidates come through nvmath-python (ci/gpu.sh installs it "
                                          "from .whl); without it bench times cupy.matmul alone")

@@ -169,7 +169,7 @@ def test_the_chapter_07_check_cell_asks_the_exercise_for_its_verdict():
 def _ch10_context() -> dict:
     from helpers import results
     data = results.load(results.path_for())
-    return {"c": build("10_beyond_cublas").consts, "clusters": data["grids"]["10_beyond_cublas"]["clusters"]}
+    return {"c": build("10_chip").consts, "clusters": data["grids"]["10_chip"]["clusters"]}
 
 
 def test_chapter_10s_multicast_bytes_and_parity_mistakes_are_named(capsys):

@@ -299,7 +299,7 @@ def test_scaling_demo_counts_what_scaling_buys():
 
 def test_fp8_stage_keeps_the_bytes_and_doubles_the_k():
     from helpers import build
-    c = build("10_beyond_cublas").consts
+    c = build("10_chip").consts
     bf16 = fp8.stage(c["BM"], c["BN"], c["BK"], 2)
     e4m3 = fp8.stage(c["BM"], c["BN"], hardware.SWIZZLE_ROW, 1)
     assert bf16["bytes"] == c["STAGE_BYTES"] == e4m3["bytes"]
@@ -390,7 +390,7 @@ def test_without_pytorch_the_fp8_rows_replay_with_a_note_on_a_live_h100(monkeypa
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
     assert "PyTorch is not installed" in ladder.untimable(ladder._rung("12_fp8"))
-    assert ladder.untimable(ladder._rung("10_beyond_cublas")) is None
+    assert ladder.untimable(ladder._rung("10_chip")) is None
     row = ladder.measure("12_fp8", 4096, save=False)  # never reaches a GPU: the recorded row, labelled so
     assert row.source == "recorded"
     assert "PyTorch is not installed; the recorded gemm entry 12_fp8@4096x4096x4096 is shown" in capsys.readouterr().err

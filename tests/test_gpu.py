@@ -60,7 +60,7 @@ def test_fp8_wgmma_sums_with_14_significant_bits_and_bf16_wgmma_with_fp32():
     # The element-wise bound of the FP8 rung (helpers.correctness.EPS_ACC_OF) assumes this: a product 2^-14 below the
     # largest term is lost, 2^-13 is kept, wherever it sits along k. bf16 wgmma keeps all 24 bits of fp32.
     from helpers.fp8 import probe_accumulator
-    fp8, bf16 = probe_accumulator("12_fp8"), probe_accumulator("10_beyond_cublas")
+    fp8, bf16 = probe_accumulator("12_fp8"), probe_accumulator("10_chip")
     assert all(p == {"kept": 13, "first_lost": 14} for p in fp8.values()), fp8
     assert bf16["one instruction"]["kept"] >= 23 and bf16["tiny first"] == {"kept": 23, "first_lost": 24}, bf16
 
@@ -103,7 +103,7 @@ def test_fp32_c_is_refused_where_the_rung_writes_bf16():
     from helpers.launch import random_inputs
     a, b = random_inputs("bf16", 256, 256, 64, b_layout="nk")
     with pytest.raises(ShapeError, match="bf16 C"):
-        gemm("10_beyond_cublas", a, b, cp.empty((256, 256), cp.float32))
+        gemm("10_chip", a, b, cp.empty((256, 256), cp.float32))
 
 
 @pytest.mark.parametrize("name", ["01_naive", "01_smem_tiled"])
@@ -170,7 +170,7 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
 
 
 # The ping-pong experiment (experiments/pingpong): each consumer on every other tile of its CTA, taking
-# turns at the ring. Correct wherever 10_stmatrix takes a shape: one tile a CTA, odd and even counts, k tiles fewer
+# turns at the ring. Correct wherever 10_grouped_order takes a shape: one tile a CTA, odd and even counts, k tiles fewer
 # than stages. A consumer that waited a ring lap early would read the other's bytes, and C would be wrong.
 @pytest.mark.parametrize("name", ("ping-pong", "ping-pong, 5 stages", "ping-pong, 128 x 128",
                                   "one consumer, two groups", "cooperative, two groups",
@@ -180,10 +180,10 @@ def test_pingpong_correct(shape, name):
     from experiments.pingpong.build import source_of
     src = source_of(name)
     try:
-        validate(rung("10_stmatrix"), *shape, src)
+        validate(rung("10_grouped_order"), *shape, src)
     except ShapeError:
         return
-    res = check("10_stmatrix", *shape, source=src)
+    res = check("10_grouped_order", *shape, source=src)
     assert res.ok, str(res)
 
 
@@ -199,14 +199,14 @@ def test_splitk_correct_and_deterministic(shape, splits):
     from helpers.launch import prepare
     src = sk.split_source(splits)
     try:
-        validate(rung("10_stmatrix"), *shape, src)
+        validate(rung("10_grouped_order"), *shape, src)
     except ShapeError:
         return
     if not sk.fits(*shape, splits):
         return
-    res = check("10_stmatrix", *shape, source=src)
+    res = check("10_grouped_order", *shape, source=src)
     assert res.ok, str(res)
-    lau = prepare("10_stmatrix", *shape, source=src)
+    lau = prepare("10_grouped_order", *shape, source=src)
     a, b = lau.inputs()
     first, again = lau.output(), lau.output()
     lau(a, b, first)
@@ -226,12 +226,12 @@ def test_cluster_shapes_correct(shape, name):
     src = cl.cluster_source(*cl.SHAPES_OF[name])
     c = read_consts(src)
     try:
-        validate(rung("10_stmatrix"), *shape, src)
+        validate(rung("10_grouped_order"), *shape, src)
     except ShapeError:
         return
     if shape[1] % (c["BN"] * c["CLUSTER_N"]):
         return
-    res = check("10_stmatrix", *shape, source=src)
+    res = check("10_grouped_order", *shape, source=src)
     assert res.ok, str(res)
 
 
@@ -249,7 +249,7 @@ def test_experiment_variants_correct(shape, which):
     elif which.startswith("lattice"):
         r, src = build(which.split()[1].replace("-", ""))
     else:
-        r, src = rung("10_stmatrix"), build_source(which)
+        r, src = rung("10_grouped_order"), build_source(which)
     try:
         validate(r, *shape, src)
     except ShapeError:

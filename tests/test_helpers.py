@@ -35,7 +35,7 @@ def test_every_rung_header_names_its_rung():
         assert r.path.read_text().startswith(f"// Rung {r.file or r.id}:"), r.id
 
 
-@pytest.mark.parametrize("rid", ["01_warptiled", "02_wmma_naive", "10_beyond_cublas", "12_fp8"])
+@pytest.mark.parametrize("rid", ["01_warptiled", "02_wmma_naive", "10_chip", "12_fp8"])
 @pytest.mark.parametrize("shape", [(4097, 4096, 4096), (4096, 100, 4096), (128, 128, 12), (256, 576, 64),
                                    (512, 512, 128)])
 def test_tiled_rungs_refuse_shapes_before_launch(rid, shape):
@@ -450,9 +450,9 @@ def test_the_cli_refuses_a_bad_environment_in_one_sentence(capsys, monkeypatch, 
 def test_the_cli_prints_each_rung_and_size_once(capsys, monkeypatch):
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     code, out, err = _cli_main(capsys, "ladder", "--json", "--plot", "", "--n", "4096", "4096",
-                               "--rungs", "10_beyond_cublas", "10_beyond_cublas")
+                               "--rungs", "10_chip", "10_chip")
     rows = json.loads(out)
-    assert code == 0 and [(r["rung"], r["n"]) for r in rows] == [("10_beyond_cublas", 4096)]
+    assert code == 0 and [(r["rung"], r["n"]) for r in rows] == [("10_chip", 4096)]
     assert "[" not in err.replace("[NVIDIA", "")  # replay draws no progress lines
 
 
@@ -505,7 +505,7 @@ def test_the_widest_tables_fit_the_books_column(monkeypatch):
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     from helpers import replay, table
     from helpers.tables import BOOK_COLUMNS
-    rows = [replay(r, *shape) for shape in ((8192, 8192, 1024), (12288, 12288, 4096)) for r in ("09_setmaxnreg", "10_beyond_cublas")]
+    rows = [replay(r, *shape) for shape in ((8192, 8192, 1024), (12288, 12288, 4096)) for r in ("09_setmaxnreg", "10_chip")]
     lines = table(rows).splitlines()
     assert any("12288x12288x4096" in x for x in lines)
     assert max(map(len, lines)) <= BOOK_COLUMNS == 109
@@ -586,7 +586,7 @@ def test_a_table_marks_each_cublas_reference_once_however_many():
     import re
     from types import SimpleNamespace
     from helpers.tables import table
-    rows = [SimpleNamespace(rung="10_beyond_cublas", m=n, n=n, k=n, dtype="bf16", tflops=700.0, tflops_iqr=[699, 701],
+    rows = [SimpleNamespace(rung="10_chip", m=n, n=n, k=n, dtype="bf16", tflops=700.0, tflops_iqr=[699, 701],
                             cublas_tflops=720.0, cublas_ref=f"kernel {i}", ratio=0.97, correct=True,
                             date="2026-11-29 01:00", has_number=True) for i, n in enumerate(range(1024, 1024 + 28 * 8, 8))]
     text = table(rows)

@@ -13,7 +13,7 @@ import pytest
 from helpers.registry import MID_RATE, NARROW_RATE, ROOT, RUNGS, rung
 
 HELPERS = ROOT / "helpers"
-FINAL = "10_beyond_cublas"
+FINAL = "10_chip"
 
 
 # ---- imports flow one way ----------------------------------------------------------------------------------------

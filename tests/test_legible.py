@@ -104,7 +104,7 @@ def _shared_plots():
     main = [replay(r, n, missing_ok=True) for n in (4096, 8192) for r in MAIN]
     every = [replay(r.id, 4096, missing_ok=True) for r in RUNGS if takes(r, 4096)]
     swept = [replay(r, n) for n in (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
-             for r in ("05_cp_async", "09_setmaxnreg", "10_beyond_cublas")]
+             for r in ("05_cp_async", "09_setmaxnreg", "10_chip")]
     yield "climb, the main path", lambda: climb(main, ceilings)
     yield "climb, every rung", lambda: climb(every, ceilings)
     yield "roofline, every rung", lambda: roofline(ceilings, every)
@@ -153,7 +153,7 @@ def test_the_sweep_draws_each_rung_against_its_own_cublas(monkeypatch):
     from helpers.figures.common import illegible
     from helpers.plot import sweep
     sizes = (1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
-    swept = ("05_cp_async", "09_setmaxnreg", "10_beyond_cublas")
+    swept = ("05_cp_async", "09_setmaxnreg", "10_chip")
     rows = [replay(r, n) for n in sizes for r in swept]
     ax = sweep(rows, title="TFLOP/s against N, BF16")  # chapter 11's call
     legend = ax.get_legend()
@@ -173,9 +173,9 @@ def test_the_sweep_draws_each_rung_against_its_own_cublas(monkeypatch):
             if r.rung == name:
                 assert mine[r.n] == pytest.approx(r.tflops) and theirs[r.n] == pytest.approx(r.cublas_tflops), (name, r.n)
         at[name] = (mine, theirs)
-    mine, theirs = at["10_beyond_cublas"]
+    mine, theirs = at["10_chip"]
     for n in (4096, 8192):
-        row = next(r for r in rows if r.rung == "10_beyond_cublas" and r.n == n)
+        row = next(r for r in rows if r.rung == "10_chip" and r.n == n)
         assert mine[n] / theirs[n] == pytest.approx(row.ratio) and abs(mine[n] / theirs[n] - 1) <= 0.03
     assert illegible(ax.figure) == []
 

@@ -22,9 +22,9 @@ def test_measure_and_replay_refuse_a_zero_size_before_looking_anything_up(monkey
     from helpers import measure, replay
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
     with pytest.raises(ShapeError, match="positive"):
-        measure("10_beyond_cublas", 4096, 0)
+        measure("10_chip", 4096, 0)
     with pytest.raises(ShapeError, match="positive"):
-        replay("10_beyond_cublas", 4096, 4096, 0)
+        replay("10_chip", 4096, 4096, 0)
 
 
 def test_a_grid_taller_than_65535_block_rows_is_refused():
@@ -56,7 +56,7 @@ def test_the_element_wise_bound_passes_fp32_summation_and_fails_three_wrong_elem
 
 def test_the_bound_allows_bf16_rounding_of_c_and_catches_a_missed_k_slice():
     import ml_dtypes
-    r = rung("10_beyond_cublas")  # bf16 in, bf16 out, B stored K-major
+    r = rung("10_chip")  # bf16 in, bf16 out, B stored K-major
     rng = np.random.default_rng(1)
     a = rng.standard_normal((128, 512)).astype(ml_dtypes.bfloat16)
     bt = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
@@ -125,7 +125,7 @@ def test_cublas_against_itself_reads_one():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("rid", ["05_cp_async", "10_beyond_cublas"])
+@pytest.mark.parametrize("rid", ["05_cp_async", "10_chip"])
 def test_a_rung_against_itself_reads_one(rid):
     from helpers import prepare
     from helpers.timing import time_gpu
@@ -155,7 +155,7 @@ def test_a_misaligned_view_is_refused_in_one_sentence():
     buf = cp.empty(256 * 256 + 2, dtype=a.dtype)
     c_bad = buf[2:].view().reshape(256, 256)  # contiguous, 4 bytes past a 16-byte boundary
     with pytest.raises(ShapeError, match="16-byte boundary"):
-        gemm("10_beyond_cublas", a, b, c_bad)
+        gemm("10_chip", a, b, c_bad)
 
 
 @pytest.mark.gpu

@@ -55,7 +55,7 @@ METRIC_ROWS = [  # name, unit, value of each of the three profiled launches
     ("smsp__pcsamp_warps_issue_stalled_sleeping", "", ("640",) * 3),
     ("smsp__pcsamp_warps_issue_stalled_wait", "", ("200",) * 3),
 ]
-CHILD_LINE = ('PROFILE-CHILD {"entry": "gemm_beyond_cublas", "tile": [128, 256], "grid": [132, 1, 1], "block": [384, '
+CHILD_LINE = ('PROFILE-CHILD {"entry": "gemm_chip", "tile": [128, 256], "grid": [132, 1, 1], "block": [384, '
               '1, 1], "smem_bytes": 213504, "launches": 3, "unprofiled_ms": 0.19, "ptxas_registers": 168, '
               '"spill_store_bytes": 0, "spill_load_bytes": 0}')
 
@@ -64,7 +64,7 @@ def _q(cells) -> str:
     return ",".join(f'"{c}"' for c in cells)
 
 
-def raw_csv(metric_rows=METRIC_ROWS, kernel="gemm_beyond_cublas") -> str:
+def raw_csv(metric_rows=METRIC_ROWS, kernel="gemm_chip") -> str:
     lines = ["==PROF== Connected to process 4242 (/usr/bin/python3.12)",
              *[f'==PROF== Profiling "{kernel}" - {i}: 0%....50%....100% - 31 passes' for i in range(3)],
              CHILD_LINE, "==PROF== Disconnected from process 4242",
@@ -82,12 +82,12 @@ def test_details_page_csv_is_read_from_its_header_on():
         HARNESS {"ratio": 0.98}
         ==PROF== Disconnected from process 4242
         "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-        "0","4242","python3.12","127.0.0.1","gemm_beyond_cublas","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","181,152"
+        "0","4242","python3.12","127.0.0.1","gemm_chip","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","181,152"
         "1","4242","python3.12","127.0.0.1","nvjet_sm90_tst_256x128","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","178,912"
         ''')
     rows = ncu.parse_ncu_csv(text)
     assert [(r["Kernel Name"], r["Section Name"], r["Metric Unit"], r["Metric Value"]) for r in rows] == [
-        ("gemm_beyond_cublas", "Command line profiler metrics", "nsecond", "181,152"),
+        ("gemm_chip", "Command line profiler metrics", "nsecond", "181,152"),
         ("nvjet_sm90_tst_256x128", "Command line profiler metrics", "nsecond", "178,912")]
     assert ncu.parse_ncu_csv("==PROF== no table here\n") == []
     from tools import bank_conflicts, crosscheck, l2_schedule  # the tools share this one runner and its parser
@@ -98,7 +98,7 @@ def test_details_page_csv_is_read_from_its_header_on():
 def test_raw_page_csv_gives_one_row_per_launch_and_the_units():
     rows, units = ncu.parse_raw_csv(raw_csv())
     assert len(rows) == 3 and [r["ID"] for r in rows] == ["0", "1", "2"]
-    assert rows[1]["gpu__time_duration.sum"] == "180,960" and rows[0]["Kernel Name"] == "gemm_beyond_cublas"
+    assert rows[1]["gpu__time_duration.sum"] == "180,960" and rows[0]["Kernel Name"] == "gemm_chip"
     assert units["gpu__time_duration.sum"] == "nsecond" and units["launch__registers_per_thread"] == "register/thread"
     raw = ncu.numbers(rows)
     assert raw["gpu__time_duration.sum"] == 181152  # the median of the three launches, thousands commas dropped
@@ -120,7 +120,7 @@ def test_units_convert_to_seconds_bytes_and_hertz():
 
 def test_entry_derived_from_the_raw_metrics():
     rows, units = ncu.parse_raw_csv(raw_csv())
-    e = prof.summarize(ncu.numbers(rows), units, rung("10_beyond_cublas"), json.loads(CHILD_LINE.split(" ", 1)[1]))
+    e = prof.summarize(ncu.numbers(rows), units, rung("10_chip"), json.loads(CHILD_LINE.split(" ", 1)[1]))
     seconds = 181152e-9
     assert e["duration_us"] == pytest.approx(181.152) and e["sm_clock_mhz"] == pytest.approx(1755.0)
     assert e["pipe"] == "tensor" and e["tensor_active_pct"] == pytest.approx(89.26) and e["fma_pipe_pct"] == 0.41
@@ -237,8 +237,8 @@ def _calls(log) -> list[list[str]]:
 
 def test_collect_runs_ncu_as_documented(fake_ncu):
     _, log = fake_ncu
-    e = prof.collect(rung("10_beyond_cublas"), 4096)
-    assert e["n"] == 4096 and e["kernel"] == "gemm_beyond_cublas" and e["launches"] == 3
+    e = prof.collect(rung("10_chip"), 4096)
+    assert e["n"] == 4096 and e["kernel"] == "gemm_chip" and e["launches"] == 3
     assert e["ncu"]["version"] == "2025.3.0.0" and e["ncu"]["tier"] == 0 and e["ncu"]["tiers_failed"] == []
     assert e["duration_us"] == pytest.approx(181.152) and sum(e["stall_reasons"].values()) == pytest.approx(1)
     args = next(c for c in _calls(log) if "--version" not in c)
@@ -248,7 +248,7 @@ def test_collect_runs_ncu_as_documented(fake_ncu):
                  "--section SpeedOfLight", "--section WarpStateStats", "--section LaunchStats"):
         assert want in text, want
     assert args[args.index("--metrics") + 1] == ",".join(ncu.TIERS[0])
-    assert args[-7:] == [ncu.CHILD, "10_beyond_cublas", "4096", str(ncu.LAUNCHES), str(ncu.SLOW_MS), ncu.RANGE,
+    assert args[-7:] == [ncu.CHILD, "10_chip", "4096", str(ncu.LAUNCHES), str(ncu.SLOW_MS), ncu.RANGE,
                          "{}"]  # no constexpr overrides: the rung as built
     assert e["ncu"]["command"][-7] == "<CHILD>"
 
@@ -256,7 +256,7 @@ def test_collect_runs_ncu_as_documented(fake_ncu):
 def test_an_unknown_metric_falls_back_to_the_next_tier_once(fake_ncu):
     monkeypatch, log = fake_ncu
     monkeypatch.setenv("FAKE_NCU_MODE", "no-regex")
-    e = prof.collect(rung("10_beyond_cublas"), 4096)
+    e = prof.collect(rung("10_chip"), 4096)
     assert e["ncu"]["tier"] == 1 and e["ncu"]["tiers_failed"] == [0]
     assert e["stall_family"].startswith("sampled")  # the canned CSV still has them; a real tier 1 would not
     prof.collect(rung("12_fp8"), 4096)  # the next rung starts at the tier that worked
@@ -289,7 +289,7 @@ def test_a_hung_ncu_is_stopped_at_its_timeout(fake_ncu):
 
 # ---- replay through obtain() and the CLI --------------------------------------------------------------------------
 
-FAKE_ENTRY = {"rung": "10_beyond_cublas", "n": 4096, "run": "2026-12-01T10:00Z-test", "gpu": "NVIDIA H100 80GB HBM3",
+FAKE_ENTRY = {"rung": "10_chip", "n": 4096, "run": "2026-12-01T10:00Z-test", "gpu": "NVIDIA H100 80GB HBM3",
               "date": "2026-12-01 10:05 UTC", "env": {"name": "NVIDIA H100 80GB HBM3"}, "duration_us": 181.152,
               "sm_clock_mhz": 1755.0, "pipe": "tensor", "tensor_active_pct": 89.26, "tensor_pipe_pct": 89.26,
               "fma_pipe_pct": 0.41, "stall_reasons": {"barrier": 0.04, "long_scoreboard": 0.12, "sleeping": 0.64,
@@ -307,7 +307,7 @@ def recorded(tmp_path, monkeypatch):
     path = tmp_path / "results.json"
     shutil.copy(ROOT / "results" / "nvidia-h100-80gb-hbm3" / "run.json", path)
     data = json.loads(path.read_text())
-    data["profiles"] = {"10_beyond_cublas@4096": FAKE_ENTRY}
+    data["profiles"] = {"10_chip@4096": FAKE_ENTRY}
     path.write_text(json.dumps(data))
     monkeypatch.setenv("GEMM_LADDER_RESULTS", str(path))
     monkeypatch.setenv("GEMM_LADDER_REPLAY", "1")
@@ -316,11 +316,11 @@ def recorded(tmp_path, monkeypatch):
 
 def test_replay_returns_the_recorded_entry(recorded):
     from helpers.store import NotRecorded
-    e = prof.profile("10_beyond_cublas", 4096)
+    e = prof.profile("10_chip", 4096)
     assert e["source"] == "recorded" and "env" not in e and REQUIRED <= set(e)
     assert e["stall_reasons"] == FAKE_ENTRY["stall_reasons"] and e["run"] == FAKE_ENTRY["run"]
-    with pytest.raises(NotRecorded, match=r"^The profile of 10_beyond_cublas at N=8192 was never recorded in .*\.$"):
-        prof.profile("10_beyond_cublas", 8192)
+    with pytest.raises(NotRecorded, match=r"^The profile of 10_chip at N=8192 was never recorded in .*\.$"):
+        prof.profile("10_chip", 8192)
 
 
 def _cli(*args, env):
@@ -330,15 +330,15 @@ def _cli(*args, env):
 
 def test_cli_json_has_the_keys(recorded):
     env = {"GEMM_LADDER_RESULTS": str(recorded), "GEMM_LADDER_REPLAY": "1"}
-    out = _cli("--json", "--rungs", "10_beyond_cublas", "--n", "4096", env=env)
+    out = _cli("--json", "--rungs", "10_chip", "--n", "4096", env=env)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     assert len(got) == 1 and REQUIRED <= set(got[0]) and got[0]["source"] == "recorded"
     assert sum(got[0]["stall_reasons"].values()) == pytest.approx(1)
-    table = _cli("--rungs", "10_beyond_cublas", "--n", "4096", env=env)
-    assert table.returncode == 0 and "10_beyond_cublas" in table.stdout and "sleeping 64%" in table.stdout
+    table = _cli("--rungs", "10_chip", "--n", "4096", env=env)
+    assert table.returncode == 0 and "10_chip" in table.stdout and "sleeping 64%" in table.stdout
     # one size recorded, one not: the recorded one is printed, the other is one line, and the exit code says so
-    both = _cli("--json", "--rungs", "10_beyond_cublas", "--n", "4096", "8192", env=env)
+    both = _cli("--json", "--rungs", "10_chip", "--n", "4096", "8192", env=env)
     assert both.returncode == 1 and len(json.loads(both.stdout)) == 1
     assert both.stderr.strip().splitlines() == [next(x for x in both.stderr.splitlines() if "N=8192" in x)]
 
@@ -346,12 +346,12 @@ def test_cli_json_has_the_keys(recorded):
 def test_cli_never_recorded_is_one_line_and_exit_1(tmp_path):
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"ceilings": {}, "gemm": {}}))
-    out = _cli("--json", "--rungs", "10_beyond_cublas", "--n", "4096",
+    out = _cli("--json", "--rungs", "10_chip", "--n", "4096",
                env={"GEMM_LADDER_RESULTS": str(path), "GEMM_LADDER_REPLAY": "1"})
     assert out.returncode == 1 and out.stdout == ""
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
-    assert "10_beyond_cublas at N=4096 was never recorded" in lines[0]
+    assert "10_chip at N=4096 was never recorded" in lines[0]
 
 
 def test_cli_refuses_an_unknown_rung_in_one_line(tmp_path):

@@ -1,4 +1,4 @@
-"""The harness proves itself against Nsight Compute. For the final rungs (10_beyond_cublas, 12_fp8) and the strongest
+"""The harness proves itself against Nsight Compute. For the final rungs (10_chip, 12_fp8) and the strongest
 cuBLAS at N=4096 and 8192, the ratio helpers.timing reports (GPU time, interleaved rounds) must match the ratio of
 Nsight Compute's gpu__time_duration for the same two contenders within 3 points. Both are taken in one process
 under ncu, so both time the same cuBLASLt algorithm (the fastest candidate of the harness's own rounds): the
@@ -25,7 +25,7 @@ from helpers import device, results, store
 from helpers.ncu import ncu_rows
 
 GAP = 0.03
-RUNGS = ("10_beyond_cublas", "12_fp8")
+RUNGS = ("10_chip", "12_fp8")
 SIZES = (4096, 8192)
 CACHE_CONTROL = "none"  # the harness does not flush between launches; ncu's default ("all") flushes before each
 TIME, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"

@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     dev = device()
     env = dev.env()
     plan = [(n, what) for n in (4096, 8192) for what in ("09_setmaxnreg", *(r.id for r in chapter_rungs("10")), "cublas")]
-    plan += [(3072, "10_stmatrix"), (3072, "10_beyond_cublas"), (3072, "cublas")]
+    plan += [(3072, "10_grouped_order"), (3072, "10_chip"), (3072, "cublas")]
     plan += [(n, what) for n in (4096, 8192) for what in ("12_fp8", "cublas_fp8")]
     plan = [(n, what) for n, what in plan if what in only] if only else plan
     for n, what in plan:

@@ -13,7 +13,7 @@ from helpers import prepare
 from helpers.timing import bench
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
-lau = prepare("10_beyond_cublas", N)
+lau = prepare("10_chip", N)
 a, b = lau.inputs()
 c = lau.output()
 args = lau.args(a, b, c)

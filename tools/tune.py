@@ -15,7 +15,7 @@ from helpers.store import obtain
 
 SIZES = (2048, 4096, 8192)
 VARIANTS = {
-    "10_beyond_cublas": [{}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}, {"C_BUFFERS": 4}],
+    "10_chip": [{}, {"GROUP_M": 4}, {"GROUP_M": 16}, {"SCHEDULE": 0}, {"CLUSTER": 1}, {"C_BUFFERS": 4}],
     "12_fp8": [{}, {"GROUP_M": 16}, {"CLUSTER": 1}],
     # chapter 01: rung 4 held to 128 registers, so two blocks fit an SM as they do for rung 5: occupancy alone
     "01_blocktile_2d": [{}, {"MIN_BLOCKS": 2}],
@@ -23,7 +23,7 @@ VARIANTS = {
 # The steady rate of rung 10's three tiles, where every one of them fills its waves alike (97% and 99% busy at
 # 6144 and 12288): what helpers.registry's MID_RATE and NARROW_RATE stand for. {} is the committed 128 x 256.
 TILE_SIZES = (6144, 12288)
-TILES = {"10_beyond_cublas": [{}, {"BN": 192, "WGMMA_N": 192}, {"BN": 128, "WGMMA_N": 128}]}
+TILES = {"10_chip": [{}, {"BN": 192, "WGMMA_N": 192}, {"BN": 128, "WGMMA_N": 128}]}
 
 
 def variant(r, changes: dict, n: int) -> dict:

@@ -1,7 +1,7 @@
 // Experiment bf16_stores: was chapter 10's first bf16 step slower than rung 09 because of its bf16x2 stores or
 // because of the cluster launch path it brought in; and do paired stores fix it? BF16 in, FP32 accumulate, BF16 out,
 // sm_90a.
-// Builds on: kernels/10_beyond_cublas.cu with the direct-store epilogue (EPILOGUE = 0, C bf16), as its first steps
+// Builds on: kernels/10_chip.cu with the direct-store epilogue (EPILOGUE = 0, C bf16), as its first steps
 // were built when these experiments ran: the same persistent kernel, its shared pieces from common/persistent.cuh.
 // Each lane wrote its accumulators row by row, one bf16x2 (4 bytes) per pair of neighbouring columns, so the 4 lanes
 // of a row covered 16 bytes, half a 32-byte sector, per instruction. It changes two things, each a switch:
@@ -70,7 +70,7 @@ static_assert(EPILOGUE == 0, "this file stores C from registers only");
 #endif
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, 1)
-gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                    const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];

@@ -14,7 +14,7 @@ KERNEL = Path(__file__).with_name("bf16_stores.cu")
 NINE = Path(__file__).parent.parent / "bf16_c_8192" / "bf16_c_8192.cu"   # rung 09's kernel with its C switches
 
 # Chapter 10's steps as they were configured when these experiments ran (run 2026-11-26T18:01Z-h100 reordered the
-# path and gave some ids new configurations): each is chapter 10's file with these switches, launched as 10_stmatrix.
+# path and gave some ids new configurations): each is chapter 10's file with these switches, launched as 10_grouped_order.
 THEN = {"10_cluster_rows": {"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
         "10_cluster": {"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0, "STAGES": 3},
         "10_four_stages": {"CLUSTER": 2, "SCHEDULE": 1, "EPILOGUE": 0},
@@ -54,13 +54,13 @@ def step_config(step: str) -> dict:
 def then(step: str) -> str:
     """A chapter-10 step's source as it was built when these experiments ran."""
     if step in THEN:
-        return apply_config(rung_source("10_stmatrix"), THEN[step])
+        return apply_config(rung_source("10_grouped_order"), THEN[step])
     return rung_source(RENAMED.get(step, step))
 
 
 def host(step: str) -> str:
     """The rung whose launch (grid, operands) runs that source."""
-    return "10_stmatrix" if step in THEN else RENAMED.get(step, step)
+    return "10_grouped_order" if step in THEN else RENAMED.get(step, step)
 
 
 def first_built(step: str, config: dict | None = None) -> str:
@@ -72,7 +72,7 @@ def first_built(step: str, config: dict | None = None) -> str:
 def tma_store_four_stages() -> str:
     """The TMA store with st.shared and four stages: chapter 10's 10_tma_store when experiments 4 to 6 ran (the path
     has since taken the TMA store before the fourth stage, with stmatrix)."""
-    return apply_config(rung_source("10_stmatrix"), {"EPILOGUE": 1})
+    return apply_config(rung_source("10_grouped_order"), {"EPILOGUE": 1})
 
 
 def pairs():
@@ -84,16 +84,16 @@ def pairs():
                         ("09 as built (fp32 C)", nine_fp32, "09_setmaxnreg"))  # the step's predecessor, same rounds
     yield "10_four_stages", (("10_four_stages as built", first_built("10_four_stages"), host("10_four_stages")),
                              ("four stages, lanes paired", then("10_four_stages"), host("10_four_stages")),
-                             ("10_tma_store as built", tma_store_four_stages(), "10_stmatrix"))
+                             ("10_tma_store as built", tma_store_four_stages(), "10_grouped_order"))
     chain = [("09 as built (fp32 C)", nine_fp32, "09_setmaxnreg")]
     for step in ("10_bf16_c", "10_persistent", "10_cluster_rows", "10_cluster", "10_four_stages"):
         chain.append((f"{step} paired", then(step), host(step)))
-    chain.append(("10_tma_store as built", tma_store_four_stages(), "10_stmatrix"))
+    chain.append(("10_tma_store as built", tma_store_four_stages(), "10_grouped_order"))
     yield "09_setmaxnreg", tuple(chain)
-    yield "10_stmatrix", (("10_cluster (3 stages)", then("10_cluster")),
+    yield "10_grouped_order", (("10_cluster (3 stages)", then("10_cluster")),
                           ("TMA store, 3 stages", then("10_sts_store"), host("10_sts_store")),
                           ("10_four_stages", then("10_four_stages"), host("10_four_stages")),
-                          ("10_tma_store, 4 stages", tma_store_four_stages(), "10_stmatrix"))
+                          ("10_tma_store, 4 stages", tma_store_four_stages(), "10_grouped_order"))
     no_clusters = apply_config(then("10_tma_store"), {"CLUSTER": 1, "SCHEDULE": 0})
     yield "10_persistent", (("10_persistent", rung_source("10_persistent")),
                             ("TMA store, no clusters", no_clusters, host("10_tma_store")),

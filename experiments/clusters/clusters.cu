@@ -1,4 +1,4 @@
-// Experiment clusters: chapter 10's kernel (10_stmatrix: 128 x 256 tiles, four stages, grouped order, TMA-store
+// Experiment clusters: chapter 10's kernel (10_grouped_order: 128 x 256 tiles, four stages, grouped order, TMA-store
 // epilogue) in clusters of CLUSTER_M x CLUSTER_N CTAs: 2 x 1 as chapter 10 has it (two CTAs along M share B),
 // 1 x 2 (two CTAs along N share A), 2 x 2 (each A tile shared along its row, each B tile along its column) and
 // 1 x 1. BF16 in, FP32 accumulate, BF16 out, sm_90a. The shared pieces come from common/persistent.cuh.
@@ -66,7 +66,7 @@ static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's wi
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
 
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
-gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                    const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];

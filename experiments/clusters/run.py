@@ -43,7 +43,7 @@ def run_checks(shapes=CHECKS) -> bool:
 
 def time_shape(m: int, n: int, k: int) -> dict:
     launches = {name: prepare(BASE, m, n, k, source=cluster_source(*cs)) for name, cs in SHAPES_OF.items()}
-    launches["rung 10"] = prepare("10_beyond_cublas", m, n, k)
+    launches["rung 10"] = prepare("10_chip", m, n, k)
     row = bench_launches(launches)
     print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f}, grid {row[x]['grid']})"
                                        for x in launches) + f"  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)

@@ -62,7 +62,7 @@ def time_shape(m: int, n: int, k: int) -> dict:
 
 
 def probes() -> dict:
-    got = {x: probe_accumulator(x) for x in ("12_fp8", "12_fp8_promoted", "10_beyond_cublas")}
+    got = {x: probe_accumulator(x) for x in ("12_fp8", "12_fp8_promoted", "10_chip")}
     return {**got, EVERY_256: probe_accumulator("12_fp8", every_256())}
 
 

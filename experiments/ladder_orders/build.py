@@ -10,9 +10,9 @@ from helpers.csource import apply_config
 from helpers.registry import rung
 
 FLAGS = "PCSEF"
-# 10_stmatrix carries no registry config, so a source's constants stand (a rung's own config would override them)
-PERSISTENT = rung("10_stmatrix")
-TILE_LIST = replace(PERSISTENT, id="10_stmatrix_tile_list", grid="tile_list")
+# 10_grouped_order carries no registry config, so a source's constants stand (a rung's own config would override them)
+PERSISTENT = rung("10_grouped_order")
+TILE_LIST = replace(PERSISTENT, id="10_grouped_order_tile_list", grid="tile_list")
 BUILDS = ["".join(c) for k in range(len(FLAGS) + 1) for c in itertools.combinations(FLAGS, k)]
 
 

@@ -7,7 +7,7 @@ experiments/ladder_orders/record.json.
     python3 -m experiments.ladder_orders.run time
         the 32 builds and cuBLAS at N = 4096 and 8192, then every order of the steps
 
-The switches, from 10_bf16_c_per_tile (rung 09's kernel writing bf16 C, one block per tile) to 10_stmatrix (rung 10
+The switches, from 10_bf16_c_per_tile (rung 09's kernel writing bf16 C, one block per tile) to 10_grouped_order (rung 10
 with its 128 x 256 tile, which is what rung 10 launches at these two sizes):
   P  persistent: one CTA per SM walks the tiles (the launch's grid; off: one block per tile, grid "tile_list")
   C  CLUSTER = 2: pairs along M share B by multicast

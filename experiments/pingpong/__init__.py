@@ -22,7 +22,7 @@ def record() -> dict:
 def diff() -> None:
     """Show what the switch PINGPONG changes in the experiment's kernel: every line of pingpong.cu that reads it (the
     tile height, the readers per slot, the consumers' rows), then the diff of the built text with its `if constexpr`
-    branches resolved at PINGPONG = 0 and 1 (the turns). At PINGPONG = 0 the file builds 10_stmatrix's SASS."""
+    branches resolved at PINGPONG = 0 and 1 (the turns). At PINGPONG = 0 the file builds 10_grouped_order's SASS."""
     import difflib
     from helpers.csource import resolve_switches
     from helpers.listing import display_code

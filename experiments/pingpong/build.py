@@ -1,5 +1,5 @@
 """The ping-pong experiment's builds, by name: each is pingpong.cu (chapter 10's kernel with the consumers' switches)
-with a config of its constexpr switches, built and launched as 10_stmatrix (rung 10 with its 128 x 256 tile)."""
+with a config of its constexpr switches, built and launched as 10_grouped_order (rung 10 with its 128 x 256 tile)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,9 +7,9 @@ from pathlib import Path
 from helpers.csource import apply_config
 
 KERNEL = Path(__file__).with_name("pingpong.cu")
-BASE = "10_stmatrix"   # the rung whose launch (grid, tensor maps, checks) runs every build here
+BASE = "10_grouped_order"   # the rung whose launch (grid, tensor maps, checks) runs every build here
 
-# The builds the experiment compares. "cooperative" is the file with every switch off: 10_stmatrix's SASS.
+# The builds the experiment compares. "cooperative" is the file with every switch off: 10_grouped_order's SASS.
 VARIANTS = {"cooperative": {}, "ping-pong": {"PINGPONG": 1},
             "ping-pong, 5 stages": {"PINGPONG": 1, "C_BUFFERS": 1}}
 # A control: GROUP_M counts tile rows of CLUSTER_BM, half as tall in ping-pong, so its grouped order walks a patch of C

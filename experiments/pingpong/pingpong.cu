@@ -1,7 +1,7 @@
-// Experiment pingpong: chapter 10's kernel (10_stmatrix: persistent, grouped order, 2 x 1 clusters sharing B, the
+// Experiment pingpong: chapter 10's kernel (10_grouped_order: persistent, grouped order, 2 x 1 clusters sharing B, the
 // stmatrix + TMA-store epilogue) with its consumers taking turns. BF16 in, FP32 accumulate, BF16 out, sm_90a.
 // The shared pieces (tile order, ring handshake, TMA-store epilogue) come from common/persistent.cuh; this file adds
-// the switches below. With every switch at its default it builds the SASS of 10_stmatrix ("cooperative").
+// the switches below. With every switch at its default it builds the SASS of 10_grouped_order ("cooperative").
 //   PINGPONG = 1: each consumer takes every other tile of its CTA (64 x BN, half as tall), and the two take turns at
 //     the ring through named barriers 3 and 4: a consumer starts a tile's k loop once the other has issued its last
 //     wgmma of the tile before, so one warpgroup issues wgmma at a time while the other writes C. A slot then has
@@ -74,7 +74,7 @@ static_assert(sizeof(pingpong_trace) == 2 * TRACE_TILES * 3 * 8, "the trace hold
 
 
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
-gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                    const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];

@@ -15,7 +15,7 @@ outside the book's run; its output goes to experiments/pingpong/record.json. Fro
     the PINGPONG builds. `small`: the three smallest shapes (a CTA gets one tile); `mid`: two shapes where a CTA gets
     several, so the turns act. run.sh runs both under compute-sanitizer.
 
-Every build is pingpong.cu with a config (build.py), launched as 10_stmatrix; "rung 10" is 10_beyond_cublas as it
+Every build is pingpong.cu with a config (build.py), launched as 10_grouped_order; "rung 10" is 10_chip as it
 launches (its tile per shape, clusters of one where no CTA takes a second tile).
 """
 import os
@@ -60,7 +60,7 @@ def time_shape(m: int, n: int, k: int, configs: dict = VARIANTS) -> dict:
     """The builds `configs` names and rung 10 as it launches, with every cuBLAS contender, in the same interleaved
     rounds."""
     launches = {name: prepare(BASE, m, n, k, source=source_of(name)) for name in configs}
-    launches["rung 10"] = prepare("10_beyond_cublas", m, n, k)
+    launches["rung 10"] = prepare("10_chip", m, n, k)
     row = bench_launches(launches)
     cells = "  ".join(f"{name} {row[name]['tflops']:.1f} ({row[name]['ratio']:.3f})" for name in launches)
     print(f"{m}x{n}x{k}: {cells}  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)

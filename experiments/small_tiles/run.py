@@ -37,7 +37,7 @@ def run_checks() -> bool:
 
 
 def time_shape(m: int, n: int, k: int) -> dict:
-    launches = {"rung 10": prepare("10_beyond_cublas", m, n, k)}
+    launches = {"rung 10": prepare("10_chip", m, n, k)}
     launches.update({x: prepare(BASE, m, n, k, source=build_source(x)) for x in BUILDS})
     row = bench_launches(launches)
     print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['us']:.2f} us ({row[x]['ratio']:.3f}, grid {row[x]['grid']})"

@@ -1,5 +1,5 @@
 """The split-K experiment's builds: splitk.cu (chapter 10's kernel on 128 x 128 tiles in clusters of one, each tile's
-K range cut into SPLITS pieces) with SPLITS set, launched as 10_stmatrix; and the unsplit 128 x 128 build, a config of
+K range cut into SPLITS pieces) with SPLITS set, launched as 10_grouped_order; and the unsplit 128 x 128 build, a config of
 chapter 10's file."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from helpers.csource import apply_config, read_consts
 from helpers.registry import rung
 
 KERNEL = Path(__file__).with_name("splitk.cu")
-BASE = "10_stmatrix"                                 # the rung whose launch runs every build here
+BASE = "10_grouped_order"                                 # the rung whose launch runs every build here
 TILE = {"BN": 128, "WGMMA_N": 128, "CLUSTER": 1}     # rung 10's launch at N = 1024: 128 x 128, clusters of one
 VARIANTS = {f"SPLITS={s}": {"SPLITS": s} for s in (2, 3, 4)}
 CONTROL = {"128 x 128, no split": TILE}              # chapter 10's file on the same tile, unsplit

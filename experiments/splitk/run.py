@@ -49,7 +49,7 @@ def run_checks(shapes=CHECKS) -> bool:
 
 
 def time_shape(m: int, n: int, k: int, splits=(2, 3, 4)) -> dict:
-    launches = {"rung 10": prepare("10_beyond_cublas", m, n, k),  # first: its inputs and cuBLAS serve every build
+    launches = {"rung 10": prepare("10_chip", m, n, k),  # first: its inputs and cuBLAS serve every build
                 "128 x 128, no split": prepare(BASE, m, n, k, source=unsplit_source())}
     launches.update({f"SPLITS={s}": prepare(BASE, m, n, k, source=split_source(s))
                      for s in splits if fits(m, n, k, s)})

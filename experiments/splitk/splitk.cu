@@ -1,4 +1,4 @@
-// Experiment splitk: chapter 10's kernel (10_stmatrix's file, here on 128 x 128 tiles in clusters of one, rung 10's
+// Experiment splitk: chapter 10's kernel (10_grouped_order's file, here on 128 x 128 tiles in clusters of one, rung 10's
 // launch at N = 1024) with each tile's K range cut into SPLITS pieces run by different CTAs, and a deterministic
 // fix-up. BF16 in, FP32 accumulate, BF16 out, sm_90a. The shared pieces come from common/persistent.cuh.
 //   Units of work: unit u < (SPLITS - 1) x tiles computes split 1 + u / tiles of tile u % tiles; the last `tiles`
@@ -68,7 +68,7 @@ static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's wi
 
 
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
-gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                    const __grid_constant__ TensorMap tmC, __nv_bfloat16* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];

@@ -11,7 +11,7 @@ from ..registry import rung
 from ..tiles import waves
 from .common import axes, clean
 
-RUNG = "10_beyond_cublas"
+RUNG = "10_chip"
 FALLBACK_CLUSTERS = 66        # measured: results/nvidia-h100-80gb-hbm3/run.json grids, the clusters rung 10 launches on
                               # the H100; used only if the results in use record none
 RANK_COLOURS = ("#1f77b4", "#2ca02c")    # what CTA rank 0 / rank 1 asks L2 for

@@ -30,7 +30,7 @@ def _fill_per_clk(bm: int, bn: int) -> float:
     return TENSOR_FLOP_PER_CLK * (bm + bn) / (bm * bn)
 
 
-def budget(rows, with_fills, traced: dict, rung_id: str = "10_beyond_cublas") -> list[dict]:
+def budget(rows, with_fills, traced: dict, rung_id: str = "10_chip") -> list[dict]:
     """The budget of `rung_id` at every square size among `rows` (helpers.ladder.Row, its tile as launched), sorted by
     size: each line in microseconds of one call (see the module's docstring), the measured time `us`, the contender's
     `cublas_us`, the `gap` between them, and what each line was computed from (`clock_mhz`, `efficiency`, `busiest`,

@@ -1,5 +1,5 @@
 """Chapter 12 (FP8): conceptual figures, each drawn from the models in helpers/fp8.py and, for the ring stage,
-from rung 10's own constants (`build("10_beyond_cublas").consts`). Each `fig_*` takes an optional Axes and returns
+from rung 10's own constants (`build("10_chip").consts`). Each `fig_*` takes an optional Axes and returns
 the Axes it drew on.
 
     fig_fp8_bit_layouts   bf16, e4m3 and e5m2 bit by bit, with bias, range and precision computed from the format
@@ -143,7 +143,7 @@ def fig_fp8_scaling(ax=None, demo: fp8.ScalingDemo | None = None, seed: int = 0)
     return ax
 
 
-def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_beyond_cublas"):
+def fig_fp8_stage_bytes(ax=None, rung_id: str = "10_chip"):
     """One ring stage of rung 10 (its BM, BN, BK and STAGE_BYTES, read from the kernel) in bf16 against rung 12's
     FP8 stage (checked against its kernel too), which keeps every box row at 128 bytes: BK doubles to 128, the bytes stay 48 KiB, the FLOP double. The
     FP8 tensor rate doubles too, so both stages last the same number of clocks at peak."""

@@ -1,4 +1,4 @@
-// Rung 10_beyond_cublas: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
+// Rung 10_chip: Hopper, step 5. BF16 in, FP32 accumulate, BF16 out (as cuBLAS writes it), sm_90a.
 // Builds on: 09_setmaxnreg (128 x 256 tiles, a TMA producer and two consumer warpgroups; here at 40/232 registers,
 // since the tile loop's arithmetic needs more than rung 09's 24). One file for chapter 10's steps, each a switch
 // below, in the main path's order, so the chapter can time each on its own. With every switch off (10_persistent)
@@ -94,7 +94,7 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
 }
 
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
-gemm_beyond_cublas(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
+gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMap tmB,
                    const __grid_constant__ TensorMap tmC, c_t* __restrict__ C, int M, int N, int K) {
     extern __shared__ unsigned char smem[];
     __shared__ __align__(8) unsigned long long full[STAGES], empty[STAGES];
