@@ -182,6 +182,10 @@ RUNGS: tuple[Rung, ...] = (
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
          solo_clusters=True,
          **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
+    # The final kernel as it was before its producer's three idle warps exited: they waited at the closing cluster
+    # barrier all kernel long (a quarter of every stall sample there). Same tile and pairs as 10_chip at 4096 and 8192.
+    Rung("10_idle_wait", "10_chip with the producer's idle warps waiting at the closing barrier", "gemm_chip",
+         config={"IDLE_EXIT": 0}, **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # Chapter 12: rung 10's kernel on e4m3 operands (its 128 x 256 tile; the same 48 KiB stage holds k = 128).
     Rung("12_fp8", "e4m3 operands, wgmma k32, scales in the epilogue", "gemm_fp8", dtype="e4m3", out_dtype="bf16",
          needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c",

@@ -16,6 +16,8 @@
 //     matrices (16 bytes per lane); EPILOGUE = 1 (10_sts_store) writes them with four 4-byte stores instead.
 //   SCHEDULE = 1: the order of the tile list. Row by row, a wave of 132 tiles spans all of B; grouped, it is a
 //     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them.
+//   IDLE_EXIT = 1: in a cluster, the producer warpgroup's three idle warps exit at once instead of waiting at the
+//     closing cluster barrier all kernel long; IDLE_EXIT = 0 (10_idle_wait) keeps them there, as the kernel once did.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
 // New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
@@ -40,6 +42,7 @@ constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped,
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
 constexpr int EPILOGUE = 2;                  // 0: registers -> global (8 B a lane), 1: -> shared (st.shared) -> TMA
                                              // store, 2: -> shared (stmatrix) -> TMA store
+constexpr int IDLE_EXIT = 1;                 // 1: the producer's idle warps exit (in a cluster); 0: they wait
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -114,6 +117,7 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
         fence_mbarrier_init();
     }
     if constexpr (CLUSTER > 1) {
+        __syncwarp();  // .aligned: every thread of the warp executes the same barrier, so converge warp 0 first
         barrier_cluster_sync();
     } else {
         __syncthreads();
@@ -121,6 +125,12 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
 
     if (wg == 0) {  // producer warpgroup: one thread issues every copy
         setmaxnreg_dec<PRODUCER_REGS>();
+        // Only thread 0 works here. In a cluster the other three warps leave now instead of sitting at the closing
+        // cluster barrier for the whole kernel (a quarter of every stall sample): barrier.cluster waits only for
+        // threads that have not exited. Warp 0 stays, as its thread 0 must.
+        if constexpr (CLUSTER > 1 && IDLE_EXIT) {
+            if (t >= 32) return;
+        }
         if (t == 0) {
             int it = 0;  // k tiles issued so far, over all tiles: slot = it % STAGES, lap = it / STAGES
             for (int tile = first_tile; tile < tiles; tile += tile_step) {
@@ -217,6 +227,7 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
     }
     // No CTA leaves while its partner may still arrive on its barriers.
     if constexpr (CLUSTER > 1) {
+        __syncwarp();  // the if (t == 0) blocks above left warp 0 of each warpgroup diverged
         barrier_cluster_sync();
     }
 }

@@ -95,10 +95,21 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         }
         fence_mbarrier_init();
     }
-    if constexpr (CLUSTER > 1) barrier_cluster_sync(); else __syncthreads();
+    if constexpr (CLUSTER > 1) {
+        __syncwarp();  // .aligned: every thread of the warp executes the same barrier, so converge warp 0 first
+        barrier_cluster_sync();
+    } else {
+        __syncthreads();
+    }
 
     if (wg == 0) {  // producer warpgroup: one thread issues every copy
         setmaxnreg_dec<PRODUCER_REGS>();
+        // Only thread 0 works here. In a cluster the other three warps leave now instead of sitting at the closing
+        // cluster barrier for the whole kernel (a quarter of every stall sample): barrier.cluster waits only for
+        // threads that have not exited. Warp 0 stays, as its thread 0 must.
+        if constexpr (CLUSTER > 1) {
+            if (t >= 32) return;
+        }
         if (t == 0) {
             int it = 0;  // k tiles issued so far, over all tiles: slot = it % STAGES, lap = it / STAGES
             for (int tile = first_tile; tile < tiles; tile += tile_step) {
@@ -206,5 +217,8 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         if (t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
     }
     // No CTA leaves while its partner may still arrive on its barriers.
-    if constexpr (CLUSTER > 1) barrier_cluster_sync();
+    if constexpr (CLUSTER > 1) {
+        __syncwarp();  // the if (t == 0) blocks above left warp 0 of each warpgroup diverged
+        barrier_cluster_sync();
+    }
 }
