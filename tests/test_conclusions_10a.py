@@ -363,30 +363,41 @@ DEPBAR = "wgmma.wait_group, waiting for its own wgmmas"
 WAIT_LOOP = "mbarrier.try_wait loop, spinning on a ring slot"
 
 
-def test_chapter_10_the_barrier_stalls_are_idle_producer_warps_and_wgmma_waits(data):
-    """Issue "counters", item A: the final rung's `barrier` is read by site. In every rung with pairs (10_cluster,
-    10_tma_store, the final rung) at 4096 and 8192 the top site is the closing cluster barrier, at the share of the
-    producer warps that issue nothing (3 of a CTA's 12 warps), and the next is WARPGROUP.DEPBAR (the consumers waiting
-    for their own wgmmas), not a BAR.SYNC. The kernel compiles that barrier only for pairs, after every role's work."""
+def test_chapter_10_the_barrier_stalls_are_wgmma_waits_since_the_idle_producer_warps_exit(data):
+    """Issue "counters", items A and 1: the final rung's `barrier` is read by site. Before the producer's idle warps
+    exited (experiments/idle_warps), every rung with pairs (10_cluster, 10_tma_store, the final rung) at 4096 and 8192
+    had its top site at the closing cluster barrier, at the share of the producer warps that issue nothing (3 of a
+    CTA's 12 warps). Now those warps return, the cluster barrier holds almost nothing, and the top site is
+    WARPGROUP.DEPBAR (the consumers waiting for their own wgmmas), not a BAR.SYNC; the time did not change."""
+    from experiments.idle_warps import kept
     from helpers.figures.profile import limit_of
     from helpers.hardware import WARP, WARPGROUP
+    from helpers.prose import step
     from helpers.registry import rung
     from helpers.compiler import build
+    from helpers.ladder import replay
     c = build(rung(FINAL)).consts
     idle = (WARPGROUP // WARP - 1) / (c["THREADS"] // WARP)
     assert idle == 0.25
     for who in ("10_cluster", "10_tma_store", FINAL):
         for n in SIZES:
+            was = kept("stall_sites", f"{who}@{n}")["sites"]
+            assert was[0]["kind"] == CLUSTER_WAIT and abs(was[0]["share"] - idle) < 0.02, \
+                f"{who} at N={n}: the kept sites no longer put the idle warps' share at the cluster barrier"
             sites = limit_of(who, n)["sites"]["sites"]
-            assert sites[0]["kind"] == CLUSTER_WAIT and abs(sites[0]["share"] - idle) < 0.02, \
-                f"{who} at N={n}: the cluster barrier is no longer the idle producer warps' share ({sites[0]})"
-            assert sites[1]["kind"] == DEPBAR and sites[1]["share"] > 0.15, \
-                f"{who} at N={n}: the second site is no longer the consumers' wgmma.wait_group ({sites[1]})"
+            assert sum(s["share"] for s in sites if s["kind"] == CLUSTER_WAIT) < 0.02, \
+                f"{who} at N={n}: the cluster barrier still holds samples: are the idle warps waiting there again?"
+            assert sites[0]["kind"] == DEPBAR and sites[0]["share"] > 0.25, \
+                f"{who} at N={n}: the top site is no longer the consumers' wgmma.wait_group ({sites[0]})"
             assert not any(s["kind"].startswith("bar.sync") for s in sites[:3]), f"{who} at N={n}: a BAR.SYNC leads"
+    for n in SIZES:  # the build that keeps them waiting, in the same rounds: the samples changed, not the time
+        assert step(replay("10_idle_wait", n), replay(FINAL, n)).flat, f"letting the idle warps exit moved N={n}"
     src = (ROOT / "kernels" / "10_chip.cu").read_text()
     tail = src[src.rindex("No CTA leaves while its partner"):]
-    assert "if constexpr (CLUSTER > 1)" in tail and "barrier_cluster_sync();" in tail, \
-        "the closing cluster barrier is no longer compiled for pairs only"
+    assert "if constexpr (CLUSTER > 1)" in tail and "__syncwarp();" in tail and "barrier_cluster_sync();" in tail, \
+        "the closing cluster barrier is no longer compiled for pairs only, after each warp converges"
+    assert "if constexpr (CLUSTER > 1 && IDLE_EXIT)" in src and "if (t >= 32) return;" in src, \
+        "the producer's idle warps no longer exit in pairs"
 
 
 def test_chapter_10_long_scoreboard_is_the_mbarrier_wait_in_the_row_by_row_kernel(data):
