@@ -365,6 +365,26 @@ def test_profiles_survive_pruning_and_main_is_the_default():
     assert MAIN[0] == "01_naive" and MAIN[-1] == "12_fp8"
 
 
+def test_pruning_keeps_every_section_the_book_reads(tmp_path, monkeypatch):
+    """tools.prune_results drops a section it does not know as unread: every section of the recorded runs must be
+    one it knows (stall_sites was once dropped that way, at the end of a run that had just recorded it)."""
+    import json
+    from helpers import results
+    from tools import prune_results
+    for path in results.RESULTS.glob("*/" + results.RUN_FILE):
+        sections = set(json.loads(path.read_text()))
+        assert sections <= set(prune_results.TIMED) | set(prune_results.NCU), (path, sections)
+    # and pruning a copy of the reference run keeps every section whole that is not timed
+    run = json.loads(results.path_for().read_text())
+    copy = tmp_path / "run.json"
+    copy.write_text(json.dumps(run))
+    monkeypatch.setattr(results, "path_for", lambda slug=None: copy)
+    monkeypatch.setattr(prune_results, "device", lambda: type("D", (), {"slug": "x"})())
+    prune_results.prune("no such run")
+    kept = json.loads(copy.read_text())
+    assert set(kept) == set(run) and all(kept[s] == run[s] for s in prune_results.NCU if s in run)
+
+
 @pytest.mark.gpu
 def test_live_profile_of_a_small_launch(tmp_results):
     """On the GPU host: rung 05 at 1024 profiled under the real ncu, nothing recorded in results/."""

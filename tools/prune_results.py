@@ -15,7 +15,7 @@ TIMED = ("gemm", "baselines", "ceilings", "crosscheck", "demos", "numba", "timel
          "accumulator")
 # Nsight Compute counters are kept whole (each entry names the run that measured it): ci/gpu.sh's `profile` step is
 # not among its default steps, so a run that did not take the profiles must not erase them.
-NCU = ("bank_conflicts", "profile", "l2_schedule", "profiles")
+NCU = ("bank_conflicts", "profile", "l2_schedule", "profiles", "stall_sites")
 
 
 def prune(run: str) -> None:
