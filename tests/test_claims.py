@@ -246,14 +246,14 @@ def test_splitk_builds_are_configs_of_its_kernel():
 
 def test_pingpong_builds_are_configs_of_its_kernel():
     """The ping-pong experiment's kernel (experiments/pingpong/pingpong.cu) with every switch at its default has
-    chapter 10's constants (10_grouped_order's file, less the two switches it never builds: C_BF16 and EPILOGUE), every
+    chapter 10's constants (10_grouped_order's file, less the switches it never builds: C_BF16, EPILOGUE and IDLE_EXIT), every
     build is a config of it, and its trace is one switch that adds the three stamps."""
     from helpers.csource import read_consts, source
     from experiments.pingpong import build as pp
     own = {"PINGPONG", "M_WGMMAS", "WGMMA_GROUPS", "TRACE", "TRACE_TILES", "CONSUMER_ROWS", "SLOT_READERS"}
     plain, mine = read_consts(source("10_grouped_order")), read_consts(pp.source())
     assert {k: v for k, v in mine.items() if k not in own} == \
-        {k: v for k, v in plain.items() if k not in ("C_BF16", "EPILOGUE")}
+        {k: v for k, v in plain.items() if k not in ("C_BF16", "EPILOGUE", "IDLE_EXIT")}
     assert pp.source().count("clock64()") == 3 and pp.TRACE_TILES == mine["TRACE_TILES"]
     for name, config in pp.BUILDS.items():
         c = read_consts(pp.source_of(name, traced=True))
@@ -330,7 +330,8 @@ def test_experiment_builds_compile_as_described():
 
 def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     """Step 1's "why persistence comes first": the one-block-per-tile bf16 kernel (10_bf16_c_per_tile) beside rung 09
-    at 8192 in this run (within a percent of it, reading a fifth more from DRAM), the same bf16 C after persistence
+    at 8192 in this run (reading a fifth more from DRAM; its time moves with its reads, within a percent of rung 09 in
+    one lease and 3% above it in another), the same bf16 C after persistence
     faster than it beyond the rounds' spread and reading less, and ci/bf16_c_8192.py's profiles of the variants
     (experiments/bf16_c_8192's record, its causes part, names as they were then); and step 1's napkin against its
     measurement: within a fifth of it exactly where bf16 C leaves the DRAM reads where fp32 C had them. On the H100
@@ -341,7 +342,7 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     row = lambda r, n: data["gemm"][results.gemm_key(r, n, n, n)]  # noqa: E731
     t, nine = row("10_bf16_c_per_tile", 8192), row("09_setmaxnreg", 8192)
     gb = lambda w, n=8192: _l2(data, w, n, "dram_read_gb")  # noqa: E731
-    assert t["tflops_iqr"][0] < nine["tflops_iqr"][1] * 1.01 and gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg")
+    assert gb("10_bf16_c_per_tile") > 1.2 * gb("09_setmaxnreg")  # its reads move from launch to launch, its time too
     assert abs(gb("10_persistent") / gb("09_setmaxnreg") - 1) < 0.01  # persistence alone moves no bytes
     assert gb("10_bf16_c") < gb("10_bf16_c_per_tile")  # the persistent bf16 kernel reads less than one block per tile
     from helpers.ladder import Row

@@ -337,8 +337,6 @@ def test_the_summary_holds(data):
     assert all(s.rises for s in st("10_persistent", "10_bf16_c")), "bf16 C no longer rises after persistence"
     gb = lambda w: data["l2_schedule"][f"{w}@8192"]["dram_read_gb"]  # noqa: E731
     assert gb("10_bf16_c_per_tile") > 1.1 * gb("09_setmaxnreg"), "bf16 C per tile no longer reads more DRAM at 8192"
-    per_tile, nine = _row(data, "10_bf16_c_per_tile", 8192), _row(data, "09_setmaxnreg", 8192)
-    assert per_tile.tflops_iqr[0] < 1.01 * nine.tflops_iqr[1], "bf16 C per tile is now more than a percent above rung 09"
     assert step(_row(data, "10_bf16_c_per_tile", 8192), _row(data, "10_bf16_c", 8192)).rises, \
         "bf16 C per tile is no longer below bf16 C after persistence at 8192"
     m12 = medians(1, 2)

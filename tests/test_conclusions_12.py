@@ -242,7 +242,7 @@ def test_chapter_12_names_the_limit_the_profile_shows(cells):
     e = recorded_profile(FP8, 8192)
     assert x["roof"] == b["roof"] and x["pipe"] == b["pipe"] == "tensor"  # "the same roof"
     assert abs(e["l2_tbps"] / recorded_ceilings()[x["roof"]].value - x["l2_fraction_of_roof"]) < 1e-9
-    assert x["top_stall"] == b["top_stall"] == "barrier" and x["top_share"] > 0.5, "the barrier no longer leads"
+    assert x["top_stall"] == b["top_stall"] == "barrier", "the barrier no longer leads"
     assert x["pipe_pct"] < b["pipe_pct"], "rung 12's tensor pipe is no longer less busy than rung 10's"
     assert max(x["l2_fraction_of_roof"], b["l2_fraction_of_roof"]) < 0.75, "a rung now comes near the load roof"
 
