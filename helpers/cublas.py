@@ -6,6 +6,7 @@ fast accumulation off and on. Each contender is a closure that queues one launch
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +81,16 @@ def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str
     return out
 
 
+def _refuse_in_a_run(e: ImportError) -> None:
+    """Without nvmath-python only cuBLAS's default heuristic is timed: a reader's run says so in its label, but a row of
+    a named run (GEMM_LADDER_RUN, as ci/gpu.sh sets) would then share a weaker baseline with every row of its shape."""
+    from .store import RUN_ENV
+    if os.environ.get(RUN_ENV):
+        raise RuntimeError(f"nvmath-python cannot be imported ({e}), so cuBLASLt cannot be timed, and run "
+                           f"{os.environ[RUN_ENV]} ({RUN_ENV}) must time every row against the strongest cuBLAS: "
+                           f"install it (ci/gpu.sh installs .whl/) or unset {RUN_ENV}.") from e
+
+
 def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:
     """(contenders, why cuBLASLt is missing or None): cupy.matmul (what a CuPy user gets) and cuBLASLt through
     nvmath-python (the heuristic's candidate algorithms, see _planned), on the rung's layout, input dtype and
@@ -98,6 +109,10 @@ def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str
     why = None
     try:
         from nvmath.linalg.advanced import Matmul
+    except ImportError as e:
+        _refuse_in_a_run(e)
+        return contenders, f"cuBLASLt through nvmath-python was not timed ({type(e).__name__}: {str(e)[:160]})"
+    try:
         c_lt = cp.empty((m, n), dtype=out_dt)
         operands = [(a, as_kn(b, r.b_layout)) for a, b in inputs]
         mm = Matmul(*operands[0], c=c_lt, beta=0.0, options={"inplace": True})
@@ -122,6 +137,7 @@ def fp8_cublaslt_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[lis
         from nvmath import CudaDataType
         from nvmath.linalg.advanced import Matmul
     except ImportError as e:
+        _refuse_in_a_run(e)
         return [], (f"cuBLASLt FP8 was not timed: it is reached through PyTorch's FP8 tensors (CuPy has none) and "
                     f"nvmath-python ({e}); install both to compare")
     fp8 = {"e4m3": torch.float8_e4m3fn}[r.dtype]

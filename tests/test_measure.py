@@ -193,3 +193,16 @@ def test_ncu_csv_is_read_from_its_header_on():
     rows = parse_ncu_csv(text)
     assert [(r["Kernel Name"], r["Metric Value"]) for r in rows] == [("gemm_x", "1,234"), ("nvjet_y", "1,200")]
     assert parse_ncu_csv("no table here\n") == []
+
+
+def test_a_named_run_refuses_to_time_without_cuBLASLt(monkeypatch):
+    """Without nvmath-python only cuBLAS's default is timed: fine for a reader (the label says so), refused in one
+    sentence for a named run, whose rows share one baseline per shape (a session once recorded such rows by running
+    the ladder outside ci/gpu.sh, which installs nvmath)."""
+    from helpers.cublas import _refuse_in_a_run
+    from helpers.store import RUN_ENV
+    monkeypatch.delenv(RUN_ENV, raising=False)
+    assert _refuse_in_a_run(ImportError("No module named 'nvmath'")) is None
+    monkeypatch.setenv(RUN_ENV, "2026-11-29T01:10Z-h200")
+    with pytest.raises(RuntimeError, match=r"nvmath-python cannot be imported .* run 2026-11-29T01:10Z-h200 "):
+        _refuse_in_a_run(ImportError("No module named 'nvmath'"))
