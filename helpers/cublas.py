@@ -84,11 +84,11 @@ def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str
 def _refuse_in_a_run(e: ImportError) -> None:
     """Without nvmath-python only cuBLAS's default heuristic is timed: a reader's run says so in its label, but a row of
     a named run (GEMM_LADDER_RUN, as ci/gpu.sh sets) would then share a weaker baseline with every row of its shape."""
-    from .store import RUN_ENV
-    if os.environ.get(RUN_ENV):
+    run_env = "GEMM_LADDER_RUN"  # helpers.store.RUN_ENV, a layer above this module
+    if os.environ.get(run_env):
         raise RuntimeError(f"nvmath-python cannot be imported ({e}), so cuBLASLt cannot be timed, and run "
-                           f"{os.environ[RUN_ENV]} ({RUN_ENV}) must time every row against the strongest cuBLAS: "
-                           f"install it (ci/gpu.sh installs .whl/) or unset {RUN_ENV}.") from e
+                           f"{os.environ[run_env]} ({run_env}) must time every row against the strongest cuBLAS: "
+                           f"install it (ci/gpu.sh installs .whl/) or unset {run_env}.") from e
 
 
 def cublas_set(r: Rung, m: int, n: int, k: int, inputs: list) -> tuple[list, str | None]:

@@ -8,7 +8,7 @@ built on limit_of say the same thing on every machine.
 from __future__ import annotations
 
 from ..ceilings import recorded_ceilings
-from ..hardware import SMS
+from ..hardware import SMEM_BYTES_PER_CLK, SMS
 from ..ladder import recorded_entry
 from ..store import NotRecorded
 from ..profile import SECTION, SITES, key
@@ -147,9 +147,13 @@ def _rates(e: dict, rid: str, ceilings: dict) -> list[tuple[float, str]]:
     roof = ceilings[_roof(rid, e)].value
     # Shared memory's row is Nsight Compute's busy share of the LSU data pipe's shared-memory wavefronts, against
     # one 128-B wavefront a clock: it counts LDS/STS/LDSM/STSM, cp.async's writes and wgmma's operand reads, not the
-    # TMA's fills (helpers.profile.port adds those into a load; limit_of's roof is the read port alone).
+    # TMA's fills. That read port is the roof (limit_of's); the fills land beside it, a load of their own
+    # (experiments/smem_port moved more than 128 B a clock of the two), so the bar is the reads and its label adds
+    # the fills per clock where TMA brought any.
+    fill = port_of(rid, e["n"]).get("smem_fill_pct")
+    fills = f" + fills {fill * SMEM_BYTES_PER_CLK / 100:.0f} B/clk" if fill else ""
     return [(pct, f"{_pct(pct)} {pipe}"), (100 * e["l2_tbps"] / roof, f"{e['l2_tbps']:.2f} TB/s"),
-            (e["smem_pipe_pct"], _pct(e["smem_pipe_pct"])), (e["occupancy_pct"], _pct(e["occupancy_pct"]))]
+            (e["smem_pipe_pct"], _pct(e["smem_pipe_pct"]) + fills), (e["occupancy_pct"], _pct(e["occupancy_pct"]))]
 
 
 def _dram(e: dict) -> str:
@@ -207,7 +211,7 @@ def fig_profile(rung_id: str, before_id: str | None, n: int = 8192, axes=None):
     l2_label = (f"L2 -> SM, % of {next(iter(roofs))} roof\n{next(iter(roofs.values())):.2f} TB/s" if len(roofs) == 1
                 else "L2 -> SM, % of its path's roof:\n" + ", ".join(f"{k} {v:.2f}" for k, v in roofs.items()) + " TB/s")
     labels = [f"{' or '.join(sorted(pipes))} pipe busy,\n% of peak", l2_label,
-              "shared-memory pipe busy\n(not TMA fills), % of peak",
+              "shared-memory reads, % of the\nread port's 128 B/clk (fills beside)",
               "achieved occupancy,\n% of warp slots"]
     rates = [_rates(e, rid, ceilings) for rid, e in zip(ids, entries)]
     right = 1.32 * max(100.0, *(v for r in rates for v, _ in r))
