@@ -218,18 +218,22 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
         ax.axhline(value, color=colour, ls=style, lw=1.4, label=f"{label.replace(' (power-limited)', '')} (probe), "
                    f"{value:.0f} TFLOP/s")
     lines = len(sizes)
+    # where a group is narrower than its label ("100%" at 8 pt, about 18 pt wide; the axes take some 85% of the
+    # figure's width), every other rung's labels go a block higher, so neighbours never share a line
+    stagger = 2 if ax.figure.get_size_inches()[0] * 72 * 0.85 / len(names) < 18 else 1
     for i, name in enumerate(names):  # the ratios of a rung, level, stacked over its group: first size lowest
         mine = sorted((r for r in rows if r.rung == name), key=lambda r: r.n)
         base = max(max(r.tflops, r.cublas_tflops) for r in mine)
+        lift = 14 * lines * (i % stagger)
         for k, r in enumerate(mine):
             # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
             pct = f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}"
-            ax.annotate(pct, (i, base), textcoords="offset points", xytext=(0, 4 + 10 * k), ha="center",
+            ax.annotate(pct, (i, base), textcoords="offset points", xytext=(0, 4 + 10 * k + lift), ha="center",
                         va="bottom", fontsize=8, color=_darker(colours[r.n]) if lines > 1 else "black")
     ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(names) - 0.4)
     # room above the tallest group for its ratios (about 12 pt a line on an axis some 300 pt tall) and the peaks
-    ax.set_ylim(0, max([top * (1.06 + 0.045 * lines)] + [v * 1.05 for _, v in shown]))
+    ax.set_ylim(0, max([top * (1.06 + 0.045 * lines + 0.065 * lines * (stagger - 1))] + [v * 1.05 for _, v in shown]))
     off = [f"{PEAKS[cid][0]} {v:.0f}" for cid, v in peaks if (cid, v) not in shown]
     if off:
         ax.text(0.01, 0.99, "above this axis: " + "; ".join(off), transform=ax.transAxes, ha="left", va="top",
