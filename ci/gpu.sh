@@ -12,7 +12,8 @@
 #   tune 45 s, notebooks 280 s. So run `tests sanitize ceilings crosscheck banks l2`, then `ladder tune notebooks
 #   prune`, back to back with one GEMM_LADDER_RUN, copying results/ back into the tree between calls.
 #   SANITIZE_RUNGS="07_ 10_bf16" sanitizes only the rungs whose ids start so (the kernels a change touched);
-#   NOTEBOOKS="chapters/01_fp32_simt.ipynb ..." executes only those chapters.
+#   NOTEBOOKS="chapters/01_fp32_simt.ipynb ..." executes only those chapters; LADDER_ARGS="--rungs R --n 1024; ..." adds
+#   ladder calls to the `ladder` step (other sizes and shapes).
 #   Leave MPLBACKEND unset for `notebooks` (tools.execute drops it). Logs and a tarball of the results and
 #   executed notebooks go to $OUT (or ./gpu-out).
 # `profile` (asked for by name only): an Nsight Compute profile of every main-path rung at N = 4096 and 8192 (46 ncu
@@ -64,7 +65,15 @@ for step in $steps; do
     ladder)   python3 -m helpers ladder --all --n 4096 8192 --plot "$LOGS/climb.png" 2>&1 | tee "$LOGS/ladder.log" \
                 || status=1
               python3 -m helpers ladder --n 5120 10240 --rungs 08_same_tile 09_setmaxnreg 09_wide_spill 09_wide 2>&1 \
-                | tee -a "$LOGS/ladder.log" || status=1 ;;
+                | tee -a "$LOGS/ladder.log" || status=1
+              # LADDER_ARGS: more ladder calls, ';' between them (e.g. "--rungs 10_chip --n 1024 2048; --rungs
+              # 10_chip --shape 8192 8192 1024"), in this script's environment: run outside it, without the wheels'
+              # nvmath, a named run refuses to time a row (helpers/cublas.py)
+              IFS=';' read -ra extra <<< "${LADDER_ARGS:-}"
+              for args in "${extra[@]}"; do
+                # shellcheck disable=SC2086 - each entry is a list of ladder options, split on purpose
+                [ -n "${args// }" ] && { python3 -m helpers ladder $args --plot '' 2>&1 | tee -a "$LOGS/ladder.log" || status=1; }
+              done ;;
     # shellcheck disable=SC2086 - NOTEBOOKS: only these chapters (paths; default: every chapter)
     notebooks) python3 -m tools.execute ${NOTEBOOKS:-} 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;
     prune)    python3 -m tools.prune_results "$GEMM_LADDER_RUN" 2>&1 | tee "$LOGS/prune.log" || status=1 ;;
