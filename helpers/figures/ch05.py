@@ -188,10 +188,11 @@ def fig_cp_async_littles_law(ax=None, max_latency: int = 4000):
 
 # ---- figure 3: the register file of one SM ------------------------------------------------------------------------
 
-def fig_cp_async_register_file(ax=None, exercise=(168, 256)):
+def fig_cp_async_register_file(ax=None):
     """The SM's 65,536 registers as a bar, filled block by block and warp by warp (allocation rounded up to 8 per
-    thread, as blocks_per_sm does): rung 04, rung 05, the exercise's 168 x 256, and the 16 warps a 64 x 64 warp tile
-    would need. Hatched: the FP32 accumulators of each thread's warp tile."""
+    thread, as blocks_per_sm does): rung 04, rung 05, and the 16 warps a 64 x 64 warp tile would need. Hatched: the
+    FP32 accumulators of each thread's warp tile. (Exercise 2's block is left for the reader: drawn, it would be the
+    answer.)"""
     from matplotlib.patches import Patch
 
     c4, r4 = _ring_rung("04_swizzle")
@@ -200,11 +201,10 @@ def fig_cp_async_register_file(ax=None, exercise=(168, 256)):
     quarter = REGISTER_FILE // (4 * c5["THREADS"])                     # per thread, for 4 blocks of rung 05
     rows = [(f"04_swizzle\nwarp tile {c4['WM']} x {c4['WN']}", r4, c4["THREADS"], acc4, None),
             (f"05_cp_async\nwarp tile {c5['WM']} x {c5['WN']}", r5, c5["THREADS"], acc5, None),
-            (f"exercise 2\n{exercise[0]} registers x {exercise[1]} threads", exercise[0], exercise[1], 0, None),
             (f"what 4 warps per scheduler\nwould allow ({c5['THREADS']}-thread blocks)", quarter, c5["THREADS"],
              acc5, 4)]
     ax = axes(ax, (8.0, 4.6))       # notes wrapped to 3 lines so the tight width fits the 948 px column
-    colours = ["tab:blue", "tab:green", "tab:purple", "tab:olive"]
+    colours = ["tab:blue", "tab:green", "tab:purple", "tab:olive"]  # one a block
     for y, (label, regs, threads, acc, force) in enumerate(rows):
         fit = blocks_per_sm(regs, threads)
         blocks = force if force else fit["blocks"]
