@@ -34,7 +34,10 @@ def layout_name(b_layout: str) -> str:
     return "TN" if b_layout == "nk" else "NN"
 
 
-LT_CANDIDATES = 6  # cuBLASLt algorithms timed per Matmul: the heuristic's first ones (autotune's pick added if not)
+# cuBLASLt algorithms timed per Matmul: None, every candidate the heuristic offers (nvmath-python plans eight). Runs up
+# to 2026-11-29 timed the first six (each row's label says how many): an outside check on the H200 found the fastest
+# algorithm at 8192 in seventh place, so a reference from the first six could be weaker than cuBLAS is.
+LT_CANDIDATES: int | None = None
 
 
 def _algo_words(algo) -> str:
@@ -51,10 +54,10 @@ def _algo_words(algo) -> str:
 
 
 def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str,
-             limit: int = LT_CANDIDATES) -> list:
+             limit: int | None = LT_CANDIDATES) -> list:
     """Plan an nvmath-python Matmul and return one contender per candidate algorithm over `operands` (the (a, b)
-    pairs it takes, rotated per launch): the heuristic's first `limit` algorithms, plus autotune's pick when it is
-    not among them. The harness times them all in its own interleaved GPU-time rounds and the fastest median wins
+    pairs it takes, rotated per launch): the heuristic's first `limit` algorithms (None: all of them), plus
+    autotune's pick when it is not among them. The harness times them all in its own interleaved GPU-time rounds and the fastest median wins
     (bench): autotune's pick alone moved between runs (a 128x128 tile one run, 256x128 the next) and with it the
     ratio. The heuristic's first is named `heuristic_name` as before; the others `heuristic_name #i` (i: the
     heuristic's rank); all carry `tuned_name` as their group, the name bench gives the fastest of them. Each extra
@@ -63,7 +66,7 @@ def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str
     algos = list(mm.plan())
     mm.autotune(iterations=5)  # reorders mm.algorithms (the same objects) by nvmath's own timing
     pick = mm.algorithms[0]
-    chosen = list(range(min(limit, len(algos))))
+    chosen = list(range(len(algos) if limit is None else min(limit, len(algos))))
     chosen += [i for i, a in enumerate(algos) if a is pick and i not in chosen]
 
     def lt(algo):

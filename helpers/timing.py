@@ -188,8 +188,8 @@ def bench(r: Rung | str | Launch, m: int | None = None, n: int | None = None, k:
     """TFLOP/s of rung r (or its variant `source`, or a prepared Launch) and of every cuBLAS contender, on the
     same inputs, in the same interleaved rounds; the reference is the fastest contender that writes the rung's
     output dtype. cuBLASLt is several contenders, one per candidate algorithm (_planned): BF16 times the kernel,
-    cupy.matmul and up to LT_CANDIDATES + 1 cuBLASLt algorithms; FP8 up to twice that (promoted and fast
-    accumulation), no cupy.matmul."""
+    cupy.matmul and every cuBLASLt algorithm the heuristic offers (helpers.cublas.LT_CANDIDATES); FP8 twice that
+    (promoted and fast accumulation), no cupy.matmul."""
     import cupy as cp
     lau = r if isinstance(r, Launch) else prepare(r, m, n, k, source)
     r, (m, n, k) = lau.rung, (lau.m, lau.n, lau.k)

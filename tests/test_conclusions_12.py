@@ -70,11 +70,10 @@ def test_chapter_12_renders_its_measured_paragraphs(cells):
 
 def test_chapter_12_climb_and_target(data, text):
     """FP8 nearly doubles rung 10 but stays under the 2x napkin; the reference is cuBLASLt's fast-accumulation mode,
-    the strongest of its candidate algorithms in the same rounds (at 4096 the fastest of the heuristic's first six,
-    autotune's pick among them, as the label says: on the H100 the winner was autotune's pick too, #5 of 8, on the
-    H200 it is not, #4 of 8; the paragraph says which); rung 12 misses the 1.00x target against it and leads
+    the strongest of its candidate algorithms in the same rounds (at 4096 the fastest of those its rounds timed, the
+    heuristic's first six and autotune's pick in the recorded run, as the label says: on the H100 the winner was
+    autotune's pick too, #5 of 8, on the H200 it is not, #4 of 8; the paragraph says which); rung 12 misses the 1.00x target against it and leads
     cuBLASLt's promoted default."""
-    from helpers.cublas import LT_CANDIDATES
     up = {n: _row(data, FP8, n)["tflops"] / _row(data, BF16, n)["tflops"] for n in (4096, 8192)}
     assert all(1.7 < u < 2.0 for u in up.values()), f"FP8 no longer nearly doubles rung 10 under the napkin's 2: {up}"
     assert up[8192] > up[4096], f"the FP8 speed-up is no longer larger at 8192 (the epilogue's share): {up}"
@@ -88,9 +87,10 @@ def test_chapter_12_climb_and_target(data, text):
     ref4 = _row(data, FP8, 4096)["cublas_ref"]
     rank, of, _ = _algorithm(ref4)
     timed = [k for k in _contenders(data, 4096) if "fast heuristic" in k]  # the fast-accumulation candidates
-    assert len(timed) == LT_CANDIDATES and f"the fastest of {LT_CANDIDATES} cuBLASLt algorithms" in ref4, \
-        f"the 4096 reference is no longer the fastest of the heuristic's first {LT_CANDIDATES}: {ref4!r}"
-    assert rank <= LT_CANDIDATES or "autotune's pick" in ref4, f"the reference was not a timed algorithm: {ref4}"
+    assert f"the fastest of {len(timed)} cuBLASLt algorithms" in ref4, \
+        f"the 4096 reference is no longer the fastest of the {len(timed)} candidates its rounds timed: {ref4!r}"
+    ranks = {int(k.rsplit("#", 1)[1]) if "#" in k else 1 for k in timed}
+    assert rank in ranks, f"the reference was not a timed algorithm: {ref4}"
     assert rank > 1, "at 4096 the rounds no longer crown another algorithm than the heuristic's first"
     first = _row(data, FP8, 4096)["tflops"] / _contenders(data, 4096)["cuBLASLt FP8 fast heuristic"]["tflops"]
     assert 0.98 < first < 1.02, f"rung 12 is no longer close to the heuristic's first choice at 4096: {first:.3f}"
@@ -98,8 +98,8 @@ def test_chapter_12_climb_and_target(data, text):
     assert (rank8, of8) == (1, 1) and "fastest of" not in _row(data, FP8, 8192)["cublas_ref"]
     c8 = _contenders(data, 8192)
     assert abs(c8["cuBLASLt FP8 fast autotuned"]["tflops"] / c8["cuBLASLt FP8 fast heuristic"]["tflops"] - 1) < 0.002
-    assert says(text, f"times the heuristic's first {('six' if LT_CANDIDATES == 6 else LT_CANDIDATES)} candidate "
-                      f"algorithms (fewer where the heuristic offers fewer)")
+    assert says(text, "times every candidate algorithm the heuristic offers (runs before this rule timed its first six "
+                      "and the autotuner's pick, and each row's label says how many were timed)")
 
 
 def test_chapter_12_crosscheck_passes_with_the_4096_gap_in_rung_12s_time(data):
