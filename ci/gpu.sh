@@ -72,7 +72,8 @@ for step in $steps; do
               IFS=';' read -ra extra <<< "${LADDER_ARGS:-}"
               for args in "${extra[@]}"; do
                 # shellcheck disable=SC2086 - each entry is a list of ladder options, split on purpose
-                [ -n "${args// }" ] && { python3 -m helpers ladder $args --plot '' 2>&1 | tee -a "$LOGS/ladder.log" || status=1; }
+                [ -n "${args// }" ] && { python3 -m helpers ladder $args --plot '' 2>&1 | tee -a "$LOGS/ladder.log" \
+                                           || status=1; }
               done ;;
     # shellcheck disable=SC2086 - NOTEBOOKS: only these chapters (paths; default: every chapter)
     notebooks) python3 -m tools.execute ${NOTEBOOKS:-} 2>&1 | tee "$LOGS/notebooks.log" || status=1 ;;

@@ -57,9 +57,9 @@ def _planned(mm, operands: list, what: str, heuristic_name: str, tuned_name: str
              limit: int | None = LT_CANDIDATES) -> list:
     """Plan an nvmath-python Matmul and return one contender per candidate algorithm over `operands` (the (a, b)
     pairs it takes, rotated per launch): the heuristic's first `limit` algorithms (None: all of them), plus
-    autotune's pick when it is not among them. The harness times them all in its own interleaved GPU-time rounds and the fastest median wins
-    (bench): autotune's pick alone moved between runs (a 128x128 tile one run, 256x128 the next) and with it the
-    ratio. The heuristic's first is named `heuristic_name` as before; the others `heuristic_name #i` (i: the
+    autotune's pick when it is not among them. The harness times them all in its own interleaved GPU-time rounds
+    and the fastest median wins (bench): autotune's pick alone moved between runs (a 128x128 tile one run, 256x128
+    the next) and with it the ratio. The heuristic's first is named `heuristic_name` as before; the others `heuristic_name #i` (i: the
     heuristic's rank); all carry `tuned_name` as their group, the name bench gives the fastest of them. Each extra
     contender costs about ROUNDS x BATCH_MS (15 x 2 ms) of GPU time per shape, plus its warm-up. `what` opens the
     label, e.g. "(bf16 in, bf16 out, TN, nvmath-python Matmul"."""

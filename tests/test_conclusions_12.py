@@ -72,8 +72,8 @@ def test_chapter_12_climb_and_target(data, text):
     """FP8 nearly doubles rung 10 but stays under the 2x napkin; the reference is cuBLASLt's fast-accumulation mode,
     the strongest of its candidate algorithms in the same rounds (at 4096 the fastest of those its rounds timed, the
     heuristic's first six and autotune's pick in the recorded run, as the label says: on the H100 the winner was
-    autotune's pick too, #5 of 8, on the H200 it is not, #4 of 8; the paragraph says which); rung 12 misses the 1.00x target against it and leads
-    cuBLASLt's promoted default."""
+    autotune's pick too, #5 of 8, on the H200 it is not, #4 of 8; the paragraph says which); rung 12 misses the
+    1.00x target against it and leads cuBLASLt's promoted default."""
     up = {n: _row(data, FP8, n)["tflops"] / _row(data, BF16, n)["tflops"] for n in (4096, 8192)}
     assert all(1.7 < u < 2.0 for u in up.values()), f"FP8 no longer nearly doubles rung 10 under the napkin's 2: {up}"
     assert up[8192] > up[4096], f"the FP8 speed-up is no longer larger at 8192 (the epilogue's share): {up}"
