@@ -102,3 +102,14 @@ def refusal(r, m: int, n: int, k: int) -> list[str] | None:
             return [f"{r.id} ", f"{dim}={value}", f"multiples of {step} ({r.divides[dim]})",
                     f"pad to {-(-value // step) * step}", "or pick an earlier rung"]
     raise AssertionError(f"no tile of {r.id} fits {m}x{n}x{k}, yet each dimension is a multiple of its smallest step")
+
+
+@pytest.fixture
+def book_results(monkeypatch):
+    """The book's recorded run file (results.REFERENCE), whatever GEMM_LADDER_RESULTS says; no figure outlives the
+    test. A figure module pins it for every test with `pytestmark = pytest.mark.usefixtures("book_results")`."""
+    import matplotlib.pyplot as plt
+    from helpers import results
+    monkeypatch.setenv(results.RESULTS_ENV, str(results.RESULTS / results.REFERENCE / results.RUN_FILE))
+    yield
+    plt.close("all")

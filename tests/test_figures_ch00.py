@@ -9,7 +9,6 @@ import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 from helpers import results  # noqa: E402
 from helpers.figures import fig_memory_roofs, fig_read_paths  # noqa: E402
@@ -21,12 +20,7 @@ from helpers.store import NotRecorded  # noqa: E402
 BOOK = results.RESULTS / results.REFERENCE / results.RUN_FILE
 
 
-@pytest.fixture(autouse=True)
-def book_results(monkeypatch):
-    """Every test reads the book's recorded file, whatever GEMM_LADDER_RESULTS says; no figure outlives its test."""
-    monkeypatch.setenv(results.RESULTS_ENV, str(BOOK))
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("book_results")  # conftest: the book's run file, figures closed
 
 
 @functools.cache

@@ -25,12 +25,7 @@ PAIRS = [(MAIN[0], None)] + [(b, a) for a, b in zip(MAIN, MAIN[1:])] + [("08_sam
 REFERENCE = results.RESULTS / results.REFERENCE / results.RUN_FILE
 
 
-@pytest.fixture(autouse=True)
-def reference_results(monkeypatch):
-    """Every test reads the H100's recorded file, whatever GEMM_LADDER_RESULTS says; no figure outlives its test."""
-    monkeypatch.setenv(results.RESULTS_ENV, str(REFERENCE))
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("book_results")  # conftest: the book's run file, figures closed
 
 
 @functools.cache
