@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .csource import apply_config, read_consts
+from .formats import ITEMSIZE
 from .registry import Probe, Rung, lookup
 
 
@@ -35,14 +36,28 @@ class Facts:
         return self.consts[self.item.tile[0]], self.consts[self.item.tile[1]]
 
     def misfit(self, m: int, n: int, k: int) -> str | None:
-        """Why this kernel cannot take M x N x K because a tile constant does not divide it, or None."""
+        """Why this kernel cannot take M x N x K, or None: a tile constant that does not divide it or, for a ragged
+        rung (its edges read zeros and its stores clip), a row that is no whole number of 16-byte units."""
         r = self.item
+        if getattr(r, "ragged", False):
+            return ragged_misfit(r, n, k)
         for dim, value in (("M", m), ("N", n), ("K", k)):
             if dim in r.divides and value % self.consts[r.divides[dim]]:
                 step = self.consts[r.divides[dim]]
                 return (f"{r.id} handles {dim} only in multiples of {step} ({r.divides[dim]}); "
                         f"got {dim}={value}: pad to {-(-value // step) * step} or pick an earlier rung.")
         return None
+
+
+def ragged_misfit(r: Rung, n: int, k: int) -> str | None:
+    """A ragged rung's one rule: TMA steps from row to row in whole 16-byte units, so K inputs (a row of A and of
+    Bt) and N outputs (a row of C) must each fill some. None where they do."""
+    for dim, value, dtype, rows in (("K", k, r.dtype, "A's and Bt's rows"), ("N", n, r.out_dtype, "C's rows")):
+        step = 16 // ITEMSIZE[dtype]
+        if value % step:
+            return (f"{r.id} moves {rows} with TMA, which needs rows of whole 16-byte units: {dim} must be a "
+                    f"multiple of {step} ({dtype}); got {dim}={value}: pad to {-(-value // step) * step}.")
+    return None
 
 
 def variant_source(r: Rung, overrides: dict) -> str | None:

@@ -131,7 +131,9 @@ class Kernel:
         if self.item.grid in ("persistent", "tile_list"):
             c = self.consts  # the launch-geometry constexprs of the module docstring, with their defaults
             cluster = c.get("CLUSTER", 1)
-            units = (m // c.get("UNIT_M", bm * cluster)) * (n // c.get("UNIT_N", bn)) * c.get("UNITS_PER_TILE", 1)
+            # ceil: a ragged rung's edge tiles are units too (the kernel counts them so)
+            unit_m, unit_n = c.get("UNIT_M", bm * cluster), c.get("UNIT_N", bn)
+            units = -(-m // unit_m) * -(-n // unit_n) * c.get("UNITS_PER_TILE", 1)
             # persistent: as many clusters as fit on the chip at once, never more than units; a list: one per unit
             workers = units if self.item.grid == "tile_list" else min(self.resident_clusters(), units)
             grid = (workers * cluster, 1, 1)

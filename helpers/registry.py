@@ -38,6 +38,8 @@ class Rung:
     tile_choices: tuple = ()     # other tiles a launch may pick per problem shape (helpers.tiles.pick_tile):
                                  # (constexpr overrides, steady rate relative to the rung's own tile at full waves)
     solo_clusters: bool = False  # launch clusters of one CTA where no CTA gets a second tile (helpers.tiles.solo)
+    ragged: bool = False         # takes any M >= 1 and N, K whose rows are whole 16-byte units: TMA reads zeros past
+                                 # the edges and its stores clip C; `divides` then only ranks the tiles (exact first)
 
     @property
     def chapter(self) -> str:
@@ -180,7 +182,7 @@ RUNGS: tuple[Rung, ...] = (
     # waves they are slower than 128 x 256, so they only win where they fill a last wave that 256 leaves empty.
     Rung("10_chip", "+ grouped tile order for L2, a tile per problem shape", "gemm_chip",
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
-         solo_clusters=True,
+         solo_clusters=True, ragged=True,
          **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4"), target=(1.03, 4096, "cublas")),
     # The final kernel as it was before its producer's three idle warps exited: they waited at the closing cluster
     # barrier all kernel long (a quarter of every stall sample there). Same tile and pairs as 10_chip at 4096 and 8192.
@@ -189,7 +191,7 @@ RUNGS: tuple[Rung, ...] = (
     # Chapter 12: rung 10's kernel on e4m3 operands (its 128 x 256 tile; the same 48 KiB stage holds k = 128).
     Rung("12_fp8", "e4m3 operands, wgmma k32, scales in the epilogue", "gemm_fp8", dtype="e4m3", out_dtype="bf16",
          needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c",
-         divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"}, solo_clusters=True,
+         divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"}, solo_clusters=True, ragged=True,
          sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
                    "QGMMA.64x256x32.F32.E4M3.E4M3"),
          sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS"), target=(1.00, 4096, "cublas")),
@@ -199,8 +201,8 @@ RUNGS: tuple[Rung, ...] = (
     Rung("12_fp8_promoted", "12_fp8 adding each 128 k into fp32 totals, 128x128 tiles", "gemm_fp8", dtype="e4m3",
          out_dtype="bf16", file="12_fp8", config={"PROMOTE": 1, "BN": 128, "WGMMA_N": 128}, needs_cc=(9, 0),
          b_layout="nk", grid="persistent", operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"},
-         sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
-                   "QGMMA.64x128x32.F32.E4M3.E4M3", "FADD"),
+         ragged=True, sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
+                                "QGMMA.64x128x32.F32.E4M3.E4M3", "FADD"),
          sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS", "QGMMA.64x256x32")),
 )
 

@@ -13,23 +13,26 @@ from .registry import Rung
 
 def waves(m: int, n: int, tile_m: int, tile_n: int, workers: int) -> dict:
     """Wave quantization of a persistent schedule: `workers` (clusters) take tiles round robin; the busiest
-    takes ceil(tiles / workers), so the chip is busy tiles / (workers * that) of the time."""
-    tiles = (m // tile_m) * (n // tile_n)
+    takes ceil(tiles / workers), so the chip is busy tiles / (workers * that) of the time. An edge tile that C
+    covers only in part counts whole: its CTA runs every k step of it."""
+    tiles = -(-m // tile_m) * -(-n // tile_n)
     most = -(-tiles // workers)
     return {"tiles": tiles, "workers": workers, "waves": tiles / workers, "busiest": most,
             "efficiency": tiles / (workers * most)}
 
 
-def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], workers: int) -> list[dict]:
+def pick_tile(m: int, n: int, shapes: list[tuple[dict, int, int, float]], workers: int,
+              ragged: bool = False) -> list[dict]:
     """The tile-per-shape heuristic of rung 10 on the wave napkin alone. `shapes` are (constexpr overrides, tile
     rows, tile columns, steady rate) candidates, the rung's own tile first with rate 1; the rate is what the tile
     reaches at full waves relative to the rung's own. Each candidate that divides M and N costs busiest x tile area
     / rate, in units of one tile of the first shape; the cheapest is picked, the first on a tie. Returns every
-    dividing candidate with its waves, cost and whether it was picked."""
+    dividing candidate with its waves, cost and whether it was picked. A `ragged` kernel may also take a tile that
+    divides neither, its edge tiles counted whole; it does only where no candidate divides, so every shape a tile
+    divides keeps the pick it had before kernels took ragged edges."""
+    exact = [s for s in shapes if m % s[1] == 0 and n % s[2] == 0]
     rows = []
-    for config, tm, tn, rate in shapes:
-        if m % tm or n % tn:
-            continue
+    for config, tm, tn, rate in exact or (shapes if ragged else []):
         w = waves(m, n, tm, tn, workers)
         rows.append({"config": config, "tile": (tm, tn), "rate": rate, **w,
                      "cost": w["busiest"] * (tm * tn) / (shapes[0][1] * shapes[0][2]) / rate})
@@ -43,7 +46,7 @@ def solo(m: int, n: int, tile_m: int, tile_n: int, sms: int) -> bool:
     step and nothing across tiles, and each CTA still waits for its partner's half of B every k step. A measured rule,
     not a derived one: tools/tune.py found clusters of one ahead at N = 2048 (one tile per CTA) and behind at 4096 and
     8192 (several); experiments/clusters_of_one has rung 10's rows at 1024 and 2048 before and after it."""
-    return (m // tile_m) * (n // tile_n) <= sms
+    return -(-m // tile_m) * -(-n // tile_n) <= sms
 
 
 def choices(r: Rung) -> list[tuple[dict, Facts, float]]:
@@ -65,7 +68,7 @@ def tile_candidates(r: Rung) -> list[tuple[dict, int, int, float]]:
 def choose_tile(r: Rung, m: int, n: int, k: int, workers: int) -> list[dict]:
     """pick_tile over r's tiles that fit M x N x K, for `workers` resident clusters."""
     fits = [_candidate(r, *c) for c in choices(r) if c[1].misfit(m, n, k) is None]
-    return pick_tile(m, n, fits, workers) if fits else []
+    return pick_tile(m, n, fits, workers, r.ragged) if fits else []
 
 
 def fits(r: Rung, m: int, n: int, k: int) -> str | None:

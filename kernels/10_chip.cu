@@ -24,7 +24,10 @@
 // tma_store_2d, cp.async.bulk commit/wait groups, mbarrier_arrive_cluster, stmatrix_x4.  Requires: sm_90a.
 //
 // C[M,N] = A[M,K] @ Bt[N,K]^T: A, Bt bf16 row-major (tensor maps), C bf16 (or fp32) row-major (map and pointer);
-// M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use (the host asks the driver).
+// With the TMA-store epilogue (EPILOGUE = 2) any M >= 1 and any N, K whose rows are whole 16-byte units (multiples
+// of 8): edge tiles read zeros and store only what lies inside C. The pointer epilogues (EPILOGUE 0) write whole
+// tiles, so their rungs keep M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use
+// (the host asks the driver).
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
 #include "common/epilogue.cuh"
@@ -107,7 +110,10 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
 
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-    const int tiles_m = M / CLUSTER_BM, tiles_n = N / BN, tiles = tiles_m * tiles_n, k_tiles = K / BK;
+    // Ragged edges cost nothing here: a tile past M or N, or a k tile past K, reads zeros (TMA fills what lies
+    // outside the tensor and still counts the whole box's bytes), and the TMA store clips C to M x N.
+    const int tiles_m = (M + CLUSTER_BM - 1) / CLUSTER_BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+    const int k_tiles = (K + BK - 1) / BK;
     const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {

@@ -11,7 +11,8 @@
 // New PTX: wgmma_m64n256k32_e4m3, wgmma_m64n128k32_e4m3.  Requires: sm_90a.
 //
 // C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map; the
-// pointer only keeps rung 10's argument order); M % (BM * CLUSTER), N % BN, K % BK == 0. Grid: one CTA per SM that a cluster can use.
+// pointer only keeps rung 10's argument order); any M >= 1, N a multiple of 8 (C's rows: 16 bytes of bf16) and K of
+// 16 (A's and Bt's rows: 16 bytes of e4m3), as in rung 10. Grid: one CTA per SM that a cluster can use.
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
 #include "common/epilogue.cuh"
@@ -86,7 +87,10 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
 
     const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
     const unsigned rank = CLUSTER > 1 ? cluster_ctarank() : 0;
-    const int tiles_m = M / CLUSTER_BM, tiles_n = N / BN, tiles = tiles_m * tiles_n, k_tiles = K / BK;
+    // Ragged edges cost nothing here: a tile past M or N, or a k tile past K, reads zeros (TMA fills what lies
+    // outside the tensor and still counts the whole box's bytes), and the TMA store clips C to M x N.
+    const int tiles_m = (M + CLUSTER_BM - 1) / CLUSTER_BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
+    const int k_tiles = (K + BK - 1) / BK;
     const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {

@@ -89,8 +89,16 @@ def refusal(r, m: int, n: int, k: int) -> list[str] | None:
     """What validate() must say about M x N x K for rung r, worked out here from the rung's own constexprs: None
     where one of its tiles divides the shape, else the parts its one sentence must hold: the rung, the first
     dimension no tile divides with its value, the multiple it needs, the padded size, and the way out. A rung with
-    tile choices (rung 10) needs the multiple of its most permissive tile."""
+    tile choices (rung 10) needs the multiple of its most permissive tile; a ragged one (Rung.ragged) takes any M
+    and needs only rows of whole 16-byte units."""
     from helpers.csource import apply_config, read_consts
+    if r.ragged:  # any M; K (rows of A and Bt) and N (rows of C) in whole 16-byte units
+        from helpers.formats import ITEMSIZE
+        for dim, value, dtype in (("K", k, r.dtype), ("N", n, r.out_dtype)):
+            step = 16 // ITEMSIZE[dtype]
+            if value % step:
+                return [f"{r.id} ", f"{dim}={value}", f"multiple of {step} ({dtype})", f"pad to {-(-value // step) * step}"]
+        return None
     text = r.path.read_text()
     tiles = [read_consts(apply_config(text, {**r.config, **extra})) for extra, _ in (({}, 1.0), *r.tile_choices)]
     dims = [(dim, value) for dim, value in (("M", m), ("N", n), ("K", k)) if dim in r.divides]

@@ -21,7 +21,15 @@ SHAPES = [(128, 128, 32), (256, 128, 64), (128, 256, 96), (384, 128, 160), (256,
           (512, 768, 384), (2304, 4352, 256), (1280, 512, 640), (256, 2560, 1152), (768, 256, 4096),
           # N in multiples of 320, for chapter 09's 128 x 320 tile
           (128, 320, 64), (256, 640, 128), (384, 960, 192), (128, 1280, 512), (512, 1920, 256), (1024, 3200, 128),
-          (640, 320, 1024), (2048, 2560, 320)]
+          (640, 320, 1024), (2048, 2560, 320),
+          # ragged: no tile divides them; the ragged rungs (any M, rows of 16 bytes) take them, the others refuse
+          (4095, 4104, 4112), (1, 8, 16), (255, 264, 80), (129, 136, 48), (300, 520, 1040)]
+
+# Ragged rungs at the edges TMA must zero-fill and clip: M from 1 to 255 (one cluster tile, whose second CTA reads
+# rows partly or wholly past M), a K shorter than one k tile, N one 16-byte unit; and M = 100 with 187 tiles of
+# 128 x 192, so that pairs run and every second CTA's A box lies wholly past M.
+RAGGED = [(m, 264, 208) for m in (1, 2, 7, 63, 64, 65, 127, 128, 129, 200, 255)] + [
+    (4095, 4104, 4112), (100, 35840, 64), (513, 8, 16), (3000, 2056, 4112), (130, 4104, 32)]
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)
@@ -40,6 +48,29 @@ def test_rung_correct_or_refused(r, shape):
         return
     assert refusal(r, *shape) is None, f"{r.id} took {shape}, which none of its tiles divides"
     res = check(r, *shape)
+    assert res.all_finite, f"{res}: NaN left in C (an element was never written)"
+    assert res.ok, str(res)
+
+
+@pytest.mark.parametrize("r", [r for r in RUNGS if r.ragged], ids=lambda r: r.id)
+@pytest.mark.parametrize("shape", RAGGED, ids=lambda s: "x".join(map(str, s)))
+def test_ragged_rung_correct_at_edges(r, shape):
+    # C is the first M rows of a NaN-poisoned buffer 256 rows longer: a store the TMA failed to clip (a row past M,
+    # or columns past N in the last row) would land in those rows, which must come back bit for bit.
+    import cupy as cp
+    from helpers import prepare
+    from helpers.correctness import fresh_scale, verdict
+    from helpers.formats import FP8, to_bf16
+    m, n, k = shape
+    lau = prepare(r, m, n, k)  # every shape here has rows of whole 16-byte units in bf16 and in e4m3
+    a, b = lau.inputs()
+    buf = to_bf16(cp.full((m + 256, n), cp.nan, dtype=cp.float32))
+    c, guard = buf[:m], buf[m:].view(cp.uint16).copy()
+    scale = fresh_scale() if r.dtype in FP8 else 1.0
+    lau(a, b, c, scale)
+    cp.cuda.runtime.deviceSynchronize()
+    assert bool((buf[m:].view(cp.uint16) == guard).all()), f"{r.id} at {shape} wrote past row M-1"
+    res = verdict(r, m, n, k, a, b, c, scale)
     assert res.all_finite, f"{res}: NaN left in C (an element was never written)"
     assert res.ok, str(res)
 

@@ -295,12 +295,18 @@ def test_choose_tile_prices_each_tile_on_the_wave_napkin(clusters, n, picked, co
     assert all(row["workers"] == clusters and row["tiles"] == (n // 256) * (n // row["tile"][1]) for row in rows)
 
 
-def test_a_shape_no_tile_divides_gets_no_tile(clusters):
+def test_a_shape_no_tile_divides_gets_a_tile_only_where_the_kernel_is_ragged(clusters):
     from helpers.tiles import choose_tile, pick_tile, tile_candidates
-    # N = 4160 = 16 x 256 + 64: no multiple of 256, 192 or 128. K = 4100: no multiple of BK.
-    assert choose_tile(rung(FINAL), 4096, 4160, 4096, clusters) == []
-    assert choose_tile(rung(FINAL), 4096, 4096, 4100, clusters) == []
+    # N = 4160 = 16 x 256 + 64: no multiple of 256, 192 or 128, but of 8 (whole 16-byte rows of bf16 C).
+    # K = 4100: no multiple of 8, so no row of A is.
+    assert rung(FINAL).ragged
     assert pick_tile(4096, 4160, tile_candidates(rung(FINAL)), clusters) == []
+    rows = choose_tile(rung(FINAL), 4096, 4160, 4096, clusters)
+    assert [row["tile"] for row in rows] == [(256, 256), (256, 192), (256, 128)] and sum(r["picked"] for r in rows) == 1
+    assert [row["tiles"] for row in rows] == [16 * 17, 16 * 22, 16 * 33]  # edge tiles counted whole
+    assert choose_tile(rung(FINAL), 4096, 4096, 4100, clusters) == []
+    # a shape some tile divides keeps that tile's pick, ragged or not: the narrower tiles do not enter
+    assert [row["tile"] for row in choose_tile(rung(FINAL), 4096, 4096, 4096, clusters)] == [(256, 256), (256, 128)]
 
 
 def test_pick_tile_breaks_a_tie_for_the_first_candidate():
@@ -348,7 +354,7 @@ def test_the_main_rungs_geometry_is_the_contracts_default(r, overrides, monkeypa
     for resident in (60, 66, 132):
         monkeypatch.setattr(kern, "_resident", resident)
         for m, n in ((1024, 1024), (2048, 4096), (4096, 4096), (8192, 8192), (8192, 3072)):
-            units = (m // (bm * cluster)) * (n // bn)
+            units = -(-m // (bm * cluster)) * -(-n // bn)  # edge tiles are units too
             workers = units if r.grid == "tile_list" else min(resident, units)
             assert kern.geometry(m, n) == ((workers * cluster, 1, 1), (c["THREADS"], 1, 1), c["SMEM_BYTES"])
     if r.id == FINAL and not overrides:  # the numbers themselves, for the final rung on the recorded H100's 66
