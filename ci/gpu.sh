@@ -11,6 +11,7 @@
 #   tests 110 s, sanitize 190 s (every rung), ceilings 20 s, crosscheck 40 s or more, banks 15 s, l2 110 s, ladder 135 s,
 #   tune 45 s, notebooks 280 s. So run `tests sanitize ceilings crosscheck banks l2`, then `ladder tune notebooks
 #   prune`, back to back with one GEMM_LADDER_RUN, copying results/ back into the tree between calls.
+#   TESTS_K="ragged" runs only the GPU tests that pytest -k selects;
 #   SANITIZE_RUNGS="07_ 10_bf16" sanitizes only the rungs whose ids start so (the kernels a change touched);
 #   NOTEBOOKS="chapters/01_fp32_simt.ipynb ..." executes only those chapters; LADDER_ARGS="--rungs R --n 1024; ..." adds
 #   ladder calls to the `ladder` step (other sizes and shapes).
@@ -40,7 +41,9 @@ status=0
 for step in $steps; do
   echo "=== $step"; t0=$(date +%s)
   case $step in
-    tests)    python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$LOGS/tests.log" || status=1 ;;
+    # TESTS_K="ragged or 10_chip": only the GPU tests pytest's -k selects (the kernels a change touched)
+    tests)    python3 -m pytest -q -m gpu tests -p no:cacheprovider ${TESTS_K:+-k "$TESTS_K"} 2>&1 | tee "$LOGS/tests.log" \
+                || status=1 ;;
     # --report-api-errors no: cuda.bindings resolves every driver entry point it knows with cuGetProcAddress, and
     # the ones this driver lacks come back CUDA_ERROR_INVALID_VALUE (34 host-side "errors", seen 2026-11-25); the
     # kernels' own memory, race and sync errors are still reported and still fail the step.

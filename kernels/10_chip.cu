@@ -46,6 +46,8 @@ constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a
 constexpr int EPILOGUE = 2;                  // 0: registers -> global (8 B a lane), 1: -> shared (st.shared) -> TMA
                                              // store, 2: -> shared (stmatrix) -> TMA store
 constexpr int IDLE_EXIT = 1;                 // 1: the producer's idle warps exit (in a cluster); 0: they wait
+constexpr int OVERLAP = 0;                   // the last chunks of C (up to BN / C_CHUNK) stored after the next
+                                             // tile's first k step is issued, from bf16 pairs rounded before it
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma: 64 (m64n64k16) ... 256 (m64n256k16)
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -78,6 +80,7 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
 static_assert(C_BF16 == 1 || EPILOGUE == 0, "the TMA-store epilogue writes bf16");
+static_assert(OVERLAP == 0 || EPILOGUE == 2, "the overlapped epilogue stores rounded pairs with stmatrix");
 
 template <int BF16> struct c_element { using type = float; };      // C's element type: fp32,
 template <> struct c_element<1> { using type = __nv_bfloat16; };   // or bf16
@@ -163,6 +166,9 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1, warp = t / 32, lane = t % 32;
         float acc[WGMMA_N / 2];
+        constexpr int LATE_CHUNKS = OVERLAP < BN / C_CHUNK ? OVERLAP : BN / C_CHUNK;  // all of them at most
+        constexpr int LATE = LATE_CHUNKS * C_CHUNK / 2;  // accumulators of the chunks stored late
+        unsigned packed[OVERLAP ? LATE / 2 : 1];     // ... as bf16 pairs, so that acc is free for the next tile
         int it = 0;
         // Free slot s for its next lap in every CTA of the cluster: the partner multicasts into ours too.
         auto release = [&](int s) {
@@ -173,19 +179,23 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                 mbarrier_arrive(smem_addr(&empty[s]));
             }
         };
+        // k step kt of a tile: wait for its slot, issue its wgmmas into acc, commit them as one group.
+        auto issue = [&](int kt) {
+            const int s = it % STAGES;
+            mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
+            const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
+                wgmma_m64nNk16_bf16<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
+            wgmma_commit_group();
+        };
+        if (OVERLAP && first_tile < tiles) issue(0), ++it;  // OVERLAP: each tile's first k step goes out early
         for (int tile = first_tile; tile < tiles; tile += tile_step) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
-            for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-                const int s = it % STAGES;
-                mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
-                const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE * 2;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
-                    wgmma_m64nNk16_bf16<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32),
-                                                 kt + kk > 0);
-                wgmma_commit_group();
+            for (int kt = OVERLAP > 0; kt < k_tiles; ++kt, ++it) {  // OVERLAP: k step 0 was issued already
+                issue(kt);
                 wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
                 if (kt > 0) release((it - 1) % STAGES);
             }
@@ -202,6 +212,14 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
             } else {
 #pragma unroll
                 for (int q = 0; q < BN / C_CHUNK; ++q) {
+                    if (OVERLAP && q == BN / C_CHUNK - LATE_CHUNKS) {
+                        // Round the late chunks into bf16 pairs, so acc is free, and start the next tile's first k
+                        // step: its wgmmas run on the tensor pipe while those chunks go out.
+#pragma unroll
+                        for (int p = 0; p < LATE / 2; ++p)
+                            packed[p] = pack_bf16x2(acc[WGMMA_N / 2 - LATE + 2 * p], acc[WGMMA_N / 2 - LATE + 2 * p + 1]);
+                        if (tile + tile_step < tiles) issue(0), ++it;
+                    }
                     unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
                     // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
                     if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
@@ -215,6 +233,8 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                             *reinterpret_cast<__nv_bfloat162*>(buf + 2 * swizzle<C_CHUNK>(r, col)) =
                                 __floats2bfloat162_rn(acc[i], acc[i + 1]);
                         }
+                    } else if (OVERLAP && q >= BN / C_CHUNK - LATE_CHUNKS) {  // the same stores, from the pairs
+                        stmatrix_packed<C_CHUNK>(buf, packed, q * C_CHUNK / 2 - (WGMMA_N / 2 - LATE), warp, lane);
                     } else {  // stmatrix.x4: 16 rows x 16 columns of the warp's accumulators per instruction
                         stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
                     }
@@ -227,6 +247,7 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                 }
             }
         }
+        if constexpr (OVERLAP) wgmma_wait_group<0>();  // for the compiler: no tile is left, so nothing is in flight
         if constexpr (EPILOGUE > 0) {
             if (t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
         }

@@ -33,6 +33,22 @@ __device__ __forceinline__ void stmatrix_accumulators(unsigned char* buf, const 
     }
 }
 
+// The same stores from accumulators already rounded: packed[p] holds the bf16 pair of accumulators 2p and 2p + 1
+// (pack_bf16x2), and `first` counts accumulators, as above. A kernel that must free its fp32 accumulators before the
+// stores (chapter 10's OVERLAP: the next tile's wgmmas write them meanwhile) rounds them first and calls this.
+template <int COLS, int P>
+__device__ __forceinline__ void stmatrix_packed(unsigned char* buf, const unsigned (&packed)[P], int first, int warp,
+                                                int lane) {
+    static_assert(COLS % 16 == 0 && COLS * 2 <= 128, "whole stmatrix.x4 column pairs inside one 128-byte row");
+    const int r = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
+#pragma unroll
+    for (int j = 0; j < COLS / 8; j += 2) {
+        const int p = (first + 4 * j) / 2;
+        const unsigned v[4] = {packed[p], packed[p + 1], packed[p + 2], packed[p + 3]};
+        stmatrix_x4(smem_addr(buf + 2 * swizzle<COLS>(r, 8 * (j + lane / 16))), v);
+    }
+}
+
 // One warp's 16 rows of m64nN accumulators, kept fp32, straight to global memory at `gC` (the warp's first row and
 // the tile's first column; row stride `ld` elements), as rungs 06 to 09 store them: each lane holds two neighbouring
 // columns per 8-column group and writes them with one 8-byte store, so the 4 lanes of a row fill a 32-byte sector.

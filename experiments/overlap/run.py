@@ -1,0 +1,99 @@
+"""The epilogue under the next tile's first k step: chapter 10's kernel with its switch OVERLAP (kernels/10_chip.cu),
+an experiment outside the book's run; its output goes to experiments/overlap/record.json. From the repository root:
+
+    python3 -m experiments.overlap.run check [small]   correctness of every OVERLAP build (`small`: the shapes run.sh
+                                                       runs under compute-sanitizer)
+    python3 -m experiments.overlap.run time            every shape: the builds, rung 10 as it launches and cuBLAS in
+                                                       the same rounds
+    python3 -m experiments.overlap.run profile         Nsight Compute on rung 10 and the "all late" build at N = 4096
+                                                       and 8192
+
+Each build is rung 10 with the tile and cluster its tile policy picks for the shape (helpers.tiles.launch_config),
+plus OVERLAP = L: the tile's last L chunks of 64 columns are rounded to bf16 pairs, the next tile's first k step is
+issued, and those chunks go out while its wgmmas run. L = 0 is the rung as committed.
+"""
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/overlap_scratch.json")  # nothing here belongs to the book's run
+
+from helpers import check, device  # noqa: E402
+from helpers.facts import variant_source  # noqa: E402
+from helpers.gpu import require_live  # noqa: E402
+from helpers.kernel import kernel  # noqa: E402
+from helpers.launch import prepare  # noqa: E402
+from helpers.registry import rung  # noqa: E402
+from helpers.results import record_part  # noqa: E402
+from helpers.tiles import launch_config  # noqa: E402
+from helpers.timing import bench_launches  # noqa: E402
+
+from . import BUILDS  # noqa: E402
+
+RECORD = Path(__file__).with_name("record.json")
+FINAL = rung("10_chip")
+SHAPES = ((2048,) * 3, (3072,) * 3, (4096,) * 3, (6144,) * 3, (8192,) * 3, (8192, 8192, 1024), (4096, 16384, 4096),
+          (12288, 12288, 4096), (2048, 8192, 8192))
+# one k step (the early issue is the whole k loop); several tiles per cluster; ragged edges; pairs whose second CTA
+# reads wholly past M; every tile of the menu (1536 = 6 x 256 = 8 x 192 = 12 x 128)
+CHECKS = ((256, 256, 64), (2304, 2048, 128), (4095, 4104, 200), (100, 35840, 64), (3072, 3072, 64),
+          (1536, 1536, 512), (4096, 4096, 256))
+
+
+def source_for(m: int, n: int, k: int, late: int) -> str:
+    """Rung 10's file with the overrides its tile policy picks for M x N x K, plus OVERLAP = late."""
+    picked = launch_config(FINAL, m, n, k, kernel(FINAL).resident_clusters(), require_live().sms)
+    return variant_source(FINAL, {**picked, "OVERLAP": late})
+
+
+def run_checks(shapes=CHECKS) -> bool:
+    ok = True
+    for name, late in BUILDS.items():
+        for shape in shapes:
+            got = check(FINAL, *shape, source=source_for(*shape, late))
+            print(f"{name}: {got}", flush=True)
+            ok &= bool(got.ok)
+    return ok
+
+
+def time_shape(m: int, n: int, k: int) -> dict:
+    launches = {"rung 10": prepare(FINAL, m, n, k)}
+    launches.update({name: prepare(FINAL, m, n, k, source=source_for(m, n, k, late))
+                     for name, late in BUILDS.items()})
+    row = bench_launches(launches)
+    print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})" for x in launches)
+          + f"  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)
+    return row
+
+
+def profiles(sizes=(4096, 8192)) -> dict:
+    import tempfile
+    from helpers.profile import collect
+    out = {}
+    for n in sizes:
+        for name, late in (("as committed", 0), ("all late", max(BUILDS.values()))):
+            with tempfile.NamedTemporaryFile("w", suffix=".cu", delete=False) as f:
+                f.write(source_for(n, n, n, late))
+            key = f"{name}@{n}"
+            out[key] = {**collect(FINAL, n, config={"source_file": f.name}), "rung": name,
+                        "source": "experiments/overlap", "run": "outside the book's run", "gpu": device().name}
+            os.unlink(f.name)
+            e = out[key]
+            print(key, {x: e.get(x) for x in ("duration_us", "sm_clock_mhz", "tensor_pipe_pct")}, flush=True)
+    return out
+
+
+def save(part: str, value) -> None:
+    record_part(RECORD, part, value)
+
+
+if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        sys.exit(print(__doc__))
+    what = sys.argv[1:] or ["check", "time", "profile"]
+    if "check" in what and not run_checks(CHECKS[:4] if "small" in what else CHECKS):
+        sys.exit("an OVERLAP build computed a wrong C")
+    if "time" in what:
+        save("time", [time_shape(*s) for s in SHAPES])
+    if "profile" in what:
+        save("profile", profiles())
