@@ -191,7 +191,8 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
             wgmma_commit_group();
         };
         if (OVERLAP && first_tile < tiles) issue(0), ++it;  // OVERLAP: each tile's first k step goes out early
-        for (int tile = first_tile; tile < tiles; tile += tile_step) {
+        unsigned done = 0;  // tiles this consumer has finished: where its next chunk's buffer is
+        for (int tile = first_tile; tile < tiles; tile += tile_step, ++done) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
             for (int kt = OVERLAP > 0; kt < k_tiles; ++kt, ++it) {  // OVERLAP: k step 0 was issued already
@@ -220,7 +221,10 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                             packed[p] = pack_bf16x2(acc[WGMMA_N / 2 - LATE + 2 * p], acc[WGMMA_N / 2 - LATE + 2 * p + 1]);
                         if (tile + tile_step < tiles) issue(0), ++it;
                     }
-                    unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
+                    // Chunks take the buffers in turn across tiles, not from buffer 0 in each: with 3 chunks a tile (128 x
+                    // 192) a tile's first chunk would reuse its predecessor's last buffer one store early.
+                    const unsigned b = (done * (BN / C_CHUNK) + q) % C_BUFFERS;
+                    unsigned char* buf = cstage + (c * C_BUFFERS + b) * C_BUFFER_BYTES;  // [64, C_CHUNK]
                     // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
                     if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
                     bar_sync(1 + c, 128);

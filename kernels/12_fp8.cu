@@ -170,7 +170,8 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             }
             ++it;
         };
-        for (int tile = first_tile; tile < tiles; tile += tile_step) {
+        unsigned done = 0;  // tiles this consumer has finished: where its next chunk's buffer is
+        for (int tile = first_tile; tile < tiles; tile += tile_step, ++done) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
             if constexpr (PROMOTE) {  // two runs of k tiles a step, so each call names its buffers at compile time
@@ -205,7 +206,10 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             const int row = row0 + rank * BM + c * 64;
 #pragma unroll
             for (int q = 0; q < BN / C_CHUNK; ++q) {
-                unsigned char* buf = cstage + (c * C_BUFFERS + q % C_BUFFERS) * C_BUFFER_BYTES;  // [64, C_CHUNK]
+                // Chunks take the buffers in turn across tiles, not from buffer 0 in each: with 3 chunks a tile (128 x
+                    // 192) a tile's first chunk would reuse its predecessor's last buffer one store early.
+                    const unsigned b = (done * (BN / C_CHUNK) + q) % C_BUFFERS;
+                    unsigned char* buf = cstage + (c * C_BUFFERS + b) * C_BUFFER_BYTES;  // [64, C_CHUNK]
                 // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
                 if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
                 bar_sync(1 + c, 128);
