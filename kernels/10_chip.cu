@@ -237,8 +237,11 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                             *reinterpret_cast<__nv_bfloat162*>(buf + 2 * swizzle<C_CHUNK>(r, col)) =
                                 __floats2bfloat162_rn(acc[i], acc[i + 1]);
                         }
-                    } else if (OVERLAP && q >= BN / C_CHUNK - LATE_CHUNKS) {  // the same stores, from the pairs
-                        stmatrix_packed<C_CHUNK>(buf, packed, q * C_CHUNK / 2 - (WGMMA_N / 2 - LATE), warp, lane);
+                    } else if constexpr (OVERLAP > 0) {  // the late chunks from the pairs rounded above
+                        if (q >= BN / C_CHUNK - LATE_CHUNKS)
+                            stmatrix_packed<C_CHUNK>(buf, packed, q * C_CHUNK / 2 - (WGMMA_N / 2 - LATE), warp, lane);
+                        else
+                            stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
                     } else {  // stmatrix.x4: 16 rows x 16 columns of the warp's accumulators per instruction
                         stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
                     }
@@ -251,7 +254,9 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                 }
             }
         }
-        if constexpr (OVERLAP) wgmma_wait_group<0>();  // for the compiler: no tile is left, so nothing is in flight
+        if constexpr (OVERLAP) {
+            wgmma_wait_group<0>();  // for the compiler: no tile is left, so nothing is in flight
+        }
         if constexpr (EPILOGUE > 0) {
             if (t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
         }

@@ -196,8 +196,8 @@ def test_chapter_10_profile_list_directions_hold(data):
             if (b, n) == (S, 8192) and s.flat:  # the chapter renders flat or rising here, and why
                 half = (_step(data, C, S, 4096).factor - 1) / 2 * _row(data, C, 8192).tflops
                 room = max(r.tflops_iqr[1] - r.tflops_iqr[0] for r in (_row(data, C, 8192), _row(data, S, 8192)))
-                assert half < room, \
-                    f"the TMA store is flat at 8192 though half its 4096 gain ({half:.1f}) clears the spread ({room:.1f})"
+                # the chapter says whether that explains it, and names the miss where it does not
+                assert says(_text(), "a miss this chapter leaves unexplained") == (half >= room), (half, room)
                 continue
             assert s.rises, f"the step {a} -> {b} no longer rises at N={n}: {s}"
     assert t(P, 4096) / t(N9, 4096) > t(P, 8192) / t(N9, 8192) > 1, "persistence no longer gains less at 8192"
