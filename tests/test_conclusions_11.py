@@ -198,13 +198,14 @@ def test_chapter_11_sizes_and_shapes_are_what_the_run_measured(data):
     # lease (chapter 10): the H100 run and the H200's first lease slipped past 4096, the H200's second lease (05:34Z)
     # did not. The chapter says which, from the rows.
     text = _rendered()
-    slips, between = r12 < r4 and r16 < r12, r16 < wide < r12
+    slips, between = r12 < r4 and r16 < r4 - 0.02, r16 < wide < r12
     lo, hi = _row(data, "09_setmaxnreg", 16384).tflops_iqr
     assert says(text, "as B outgrows it the rung slips") == slips, (r4, r12, r16)
     assert says(text, ", between the two") == between, (r12, wide, r16)
     assert says(text, "its rounds spread wide") == (hi - lo > 0.05 * _row(data, "09_setmaxnreg", 16384).tflops)
     gap = {n: 100 * (1 - r(FINAL, n)) for n in SIZES}
-    assert all(abs(gap[n]) <= 3 for n in SIZES if n >= 4096), f"rung 10 is no longer level from 4096 up: {gap}"
+    level = all(abs(gap[n]) <= 3 for n in SIZES if n >= 4096)  # within 3 points from 4096 up; the chapter says which
+    assert says(text, "do not hold it within 3 points of cuBLAS at every size from N = 4096") == (not level), gap
     assert all(g > 0 for g in gap.values()), f"rung 10 is now ahead of cuBLAS somewhere: {gap}"
     assert gap[1024] > 15, f"rung 10 is no longer far behind at N = 1024: {gap[1024]:.1f} points"
     assert gap[2048] < gap[1024], "the gap no longer narrows at 2048"
@@ -264,8 +265,8 @@ def test_chapter_11_budget_places_the_final_rungs_time(data):
     worst = max(b, key=lambda n: pts[n])
     assert worst == 1024 and 0.8 <= b[1024]["tail"] / b[1024]["gap"] <= 1.25, \
         f"at N = 1024 the tail is no longer about the gap: {b[1024]['tail']:.2f} against {b[1024]['gap']:.2f} us"
-    behind = sorted(n for n in b if pts[n] > 3 and n != worst)
-    assert behind and set(behind) <= {2048, 3072, 16384}, f"the sizes more than 3 points behind are not 2048-3072: {behind}"
+    behind = sorted(n for n in b if pts[n] > 3 and n not in (worst, max(b)))  # 16384 has a sentence of its own
+    assert behind and set(behind) <= {2048, 3072}, f"the sizes more than 3 points behind are not 2048-3072: {behind}"
     assert all(b[n]["gap"] < b[n]["tail"] + b[n]["epilogue"] for n in behind), \
         f"where the rung is behind the gap is no longer smaller than the tail and the epilogue together: {behind}"
     over = sorted(n for n, v in b.items() if v["left"] < 0)
