@@ -462,3 +462,36 @@ def test_chapter_10_cautions_where_the_reference_timed_fewer_algorithms_than_off
     offered = max([int(m[1]) for n in SIZES for m in [re.search(r"#\d+ of (\d+)\)", _row(data, FINAL, n).cublas_ref
                                                                 or "")] if m], default=timed)
     assert says(_text(), "with one caution: the run timed") == (timed < offered), (timed, offered)
+
+
+def test_chapter_10_ragged_rows_are_right_and_the_napkin_prices_the_edges(data):
+    """'Any shape': the recorded ragged rows are correct, and the chapter says 'as predicted' exactly where the wave
+    napkin (edge tiles counted whole, the picked tile's steady rate) lands within 3 points of the measured rate."""
+    from helpers.ladder import Row
+    from helpers.registry import MID_RATE, NARROW_RATE
+    from helpers.tiles import waves
+    row = lambda *s: Row.from_entry(data["gemm"][results.gemm_key(FINAL, *s)], "recorded")  # noqa: E731
+    ragged, thin, full = row(4095, 4104, 4104), row(127, 4096, 4096), row(4096, 4096, 4096)
+    assert ragged.correct and thin.correct
+    clusters = data["grids"][FINAL]["clusters"]
+    rows_m, cols = ragged.cluster * ragged.tile[0], ragged.tile[1]
+    w, w4 = waves(4095, 4104, rows_m, cols, clusters), waves(4096, 4096, 2 * full.tile[0], full.tile[1], clusters)
+    rate = {256: 1.0, 192: MID_RATE, 128: NARROW_RATE}[cols]
+    expect = 4095 * 4104 / (w["tiles"] * rows_m * cols) * w["efficiency"] * rate / w4["efficiency"]
+    assert says(_text(), "as predicted, and") == (abs(ragged.tflops / full.tflops - expect) <= 0.03)
+    assert thin.ratio < ragged.ratio < full.ratio, "the edges no longer cost in the order the chapter gives"
+
+
+def test_chapter_10_overlap_gains_a_little_under_its_napkin():
+    """The overlapped epilogue (experiments/overlap): two chunks late rise over the committed build at every shape
+    whose three dimensions are 4096 or more and most at short K, each under the napkin the chapter gives (one k step
+    of the tensor pipe hidden per tile), and the chapter renders that paragraph."""
+    from experiments import overlap, pingpong
+    rows = overlap.record()["time"]
+    epi, step = pingpong.phases("cooperative")["epilogue"], 1024.0
+    gain = {tuple(r["shape"]): r["2 chunks late"]["tflops"] / r["as committed"]["tflops"] - 1 for r in rows}
+    big = [s for s in gain if min(s) >= 4096]
+    assert big and all(gain[s] > 0 for s in big), gain
+    assert max(gain, key=gain.get) == (8192, 8192, 1024), gain
+    assert all(gain[s] < step / (s[2] // 64 * step + epi) for s in gain), "a build beat the napkin's ceiling"
+    assert says(_text(), "under the napkin")
