@@ -18,9 +18,6 @@
 //     compact patch of C whose A rows and B columns stay in L2 while the wave reuses them.
 //   IDLE_EXIT = 1: in a cluster, the producer warpgroup's three idle warps exit at once instead of waiting at the
 //     closing cluster barrier all kernel long; IDLE_EXIT = 0 (10_idle_wait) keeps them there, as the kernel once did.
-//   OVERLAP = L (0 on the main path; the experiment experiments/overlap): the tile's last L chunks of C are rounded to
-//     bf16 pairs, the next tile's first k step is issued into the freed accumulators, and those chunks are stored
-//     while its wgmmas run.
 //   Tile per shape (not a constexpr here: the host picks BN = 256, 192 or 128 per problem, helpers.tiles.pick_tile).
 // The ring's parity convention is rung 08's; wgmma's scale-d = 0 on the first k step replaces zeroing.
 // New PTX: shfl.sync.bfly (__shfl_xor_sync), cluster.cuh (mapa, barrier.cluster, bar.sync), tma_load_2d_multicast,
