@@ -673,3 +673,23 @@ def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
     assert "tma_load_2d(sB, &tmB" in built and "store_accumulators<WGMMA_N>(" in built
     assert "store_accumulators_paired" not in built
     assert "store_accumulators_paired<WGMMA_N>(" in built_source(rung("10_bf16_c"))[1]
+
+
+def test_ragged_rungs_refuse_only_rows_that_tma_cannot_step_in_one_sentence():
+    """A ragged rung takes any M and any N, K whose rows are whole 16-byte units; anything else is refused before a
+    launch, naming the dimension, its value, the multiple and the padded size. The other rungs keep their tiles' rule."""
+    from helpers import ShapeError
+    from helpers.launch import takes, validate
+    assert [r.id for r in RUNGS if r.ragged] == ["10_chip", "12_fp8", "12_fp8_promoted"]
+    for shape in ((1, 8, 8), (127, 4096, 4096), (4095, 4104, 4104), (255, 264, 208)):
+        assert takes(rung("10_chip"), *shape), shape
+    assert takes(rung("12_fp8"), 4095, 4104, 4112) and not takes(rung("12_fp8"), 4095, 4104, 4104)
+    cases = (("10_chip", (4096, 4100, 4096), ("N=4100", "multiple of 8 (bf16)", "pad to 4104")),
+             ("10_chip", (4096, 4096, 4100), ("K=4100", "multiple of 8 (bf16)", "pad to 4104")),
+             ("12_fp8", (4096, 4096, 4104), ("K=4104", "multiple of 16 (e4m3)", "pad to 4112")),
+             ("12_fp8", (4096, 4100, 4096), ("N=4100", "multiple of 8 (bf16)", "pad to 4104")))
+    for rid, shape, parts in cases:
+        with pytest.raises(ShapeError) as e:
+            validate(rung(rid), *shape)
+        assert str(e.value).startswith(rid) and all(p in str(e.value) for p in parts), str(e.value)
+    assert not takes(rung("10_grouped_order"), 4095, 4096, 4096)  # an ablation of the same file keeps the tile rule
