@@ -246,14 +246,14 @@ def test_splitk_builds_are_configs_of_its_kernel():
 
 def test_pingpong_builds_are_configs_of_its_kernel():
     """The ping-pong experiment's kernel (experiments/pingpong/pingpong.cu) with every switch at its default has
-    chapter 10's constants (10_grouped_order's file, less the switches it never builds: C_BF16, EPILOGUE, IDLE_EXIT and OVERLAP), every
+    chapter 10's constants (10_grouped_order's file, less the switches it never builds: C_BF16, EPILOGUE, IDLE_EXIT, OVERLAP and PDL), every
     build is a config of it, and its trace is one switch that adds the three stamps."""
     from helpers.csource import read_consts, source
     from experiments.pingpong import build as pp
     own = {"PINGPONG", "M_WGMMAS", "WGMMA_GROUPS", "TRACE", "TRACE_TILES", "CONSUMER_ROWS", "SLOT_READERS"}
     plain, mine = read_consts(source("10_grouped_order")), read_consts(pp.source())
     assert {k: v for k, v in mine.items() if k not in own} == \
-        {k: v for k, v in plain.items() if k not in ("C_BF16", "EPILOGUE", "IDLE_EXIT", "OVERLAP")}
+        {k: v for k, v in plain.items() if k not in ("C_BF16", "EPILOGUE", "IDLE_EXIT", "OVERLAP", "PDL")}
     assert pp.source().count("clock64()") == 3 and pp.TRACE_TILES == mine["TRACE_TILES"]
     for name, config in pp.BUILDS.items():
         c = read_consts(pp.source_of(name, traced=True))

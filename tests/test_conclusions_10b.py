@@ -253,6 +253,68 @@ def test_split_k_loses_at_1024_and_pays_a_little_only_at_long_k(data):
     assert long_k["SPLITS=2"]["ratio"] < 0.8, "split at K = 4096 is now close to cuBLAS"
 
 
+def test_stream_k_stays_an_experiment_its_fix_up_and_its_schedule_each_measured():
+    """experiments/streamk: the record's plans are what the build's arithmetic gives; stream-K never beats rung 10 as
+    it launches where its plan cuts tiles, and falls under its own whole-tile build at 4096 and 2048 x 8192 x 8192
+    (the 256-tile shapes). Of the two costs chapter 10 names: the fix-up adds cycles (Nsight Compute, 4096), and where
+    tiles are few it takes back what the schedule alone gains (127 x 4096 x 4096); the schedule alone reads more from
+    DRAM than whole tiles at both profiled sizes (the wave no longer shares its k slices in L2)."""
+    from experiments import streamk
+    from experiments.streamk.build import BUILDS, config_for, plan
+    rec = streamk.record()
+    rows = {tuple(r["shape"]): r for r in rec["time"]}
+    sk, whole, bare = "stream-K", "whole tiles", "stream-K, no fix-up"
+    for s, r in rows.items():
+        for name in BUILDS:
+            workers = r[name]["grid"] // r[name]["cluster"]
+            assert r["plans"][name] == plan(*s, workers, config_for(s[0], BUILDS[name])), (s, name)
+    cut = [s for s, r in rows.items() if r["plans"][sk]["whole"] < r["plans"][sk]["tiles"]]
+    assert len(cut) >= 6 and all(rows[s][sk]["tflops"] < rows[s]["rung 10"]["tflops"] for s in cut), \
+        "stream-K now beats rung 10 somewhere: chapter 10 says it stays an experiment"
+    for s in ((4096,) * 3, (2048, 8192, 8192)):
+        assert rows[s][sk]["tflops"] < 0.97 * rows[s][whole]["tflops"], f"stream-K no longer clearly loses at {s}"
+    prof = rec["profile"]
+    assert streamk.cycles(prof[f"{sk}@4096"]) > 1.02 * streamk.cycles(prof[f"{bare}@4096"]), \
+        "the fix-up no longer costs cycles at 4096"
+    small = rows[(127, 4096, 4096)]
+    assert small[bare]["tflops"] > 1.3 * small[whole]["tflops"] and small[sk]["tflops"] < 1.05 * small[whole]["tflops"], \
+        "at 127 x 4096 x 4096 the schedule alone no longer gains, or the fix-up no longer takes it back"
+    for n in (4096, 8192):
+        assert prof[f"{bare}@{n}"]["dram_read_bytes"] > 1.2 * prof[f"{whole}@{n}"]["dram_read_bytes"], \
+            f"the cut ranges no longer read more from DRAM than whole tiles at {n}"
+        assert prof[f"{bare}@{n}"]["l2_hit_pct"] < prof[f"{whole}@{n}"]["l2_hit_pct"], n
+
+
+def test_overlapping_launches_save_microseconds_at_small_shapes_and_are_checked_back_to_back():
+    """experiments/pdl: with programmatic stream serialization the PDL build saves more than a microsecond a launch
+    at every small shape and under 1% at 4096³; launched plainly it times as rung 10 (the instructions cost nothing);
+    every launch back to back is correct, and the control without the wait is caught where launches overlap. With
+    OVERLAP = 2 (part `both`): correct, faster than rung 10 at every target shape, and PDL's saving at 3072³ (a grid
+    that fills the chip) well under its saving at 1024³ (SMs left idle)."""
+    from experiments import pdl
+    rec = pdl.record()
+    for r in rec["time"]:
+        rung10, attr, plain = (r[x]["us"] for x in (pdl.RUNG, pdl.ATTRIBUTE, pdl.PLAIN))
+        assert abs(plain / rung10 - 1) < 0.01, f"the PDL build launched plainly no longer times as rung 10: {r['shape']}"
+        if r["shape"] == [4096] * 3:
+            assert abs(attr / rung10 - 1) < 0.01, "PDL now moves 4096³ by more than 1%"
+        else:
+            assert rung10 - attr > 1.0, f"PDL no longer saves a microsecond at {r['shape']}"
+    chk = rec["check"]
+    assert all(x["ok"] for x in chk["single"]) and len(chk["single"]) >= 20
+    assert all(all(x["chain_ok"]) and x["into_one_ok"] for x in chk["back_to_back"])
+    assert sum(x["caught"] for x in chk["control"]) >= 3, "the no-wait control no longer shows launches overlapping"
+    both = rec["both"]
+    assert all(x["ok"] for x in both["check"]["single"]) and \
+        all(all(x["chain_ok"]) and x["into_one_ok"] for x in both["check"]["back_to_back"])
+    rows = {tuple(r["shape"]): r for r in both["time"]}
+    assert all(r[pdl.BOTH]["us"] < r[pdl.RUNG]["us"] for r in rows.values()), "the two moves together lose somewhere"
+    three = rows[(3072,) * 3]
+    assert three[pdl.RUNG]["us"] - three[pdl.ATTRIBUTE]["us"] < 0.5 * (rows[(1024,) * 3][pdl.RUNG]["us"]
+                                                                      - rows[(1024,) * 3][pdl.ATTRIBUTE]["us"]), \
+        "at 3072³, where the grid fills the chip, PDL now saves as much as where SMs idle"
+
+
 def test_the_64_row_tile_pays_a_little_at_1024_and_loses_from_2048_up(data):
     """experiments/small_tiles: cuBLAS's tile at 1024³ (64 x 128 in 2 x 1 clusters, the book's run's label) beats
     rung 10 there with clusters of one, saving less than the napkin's ~2 µs, and in pairs is still slower than

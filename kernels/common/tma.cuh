@@ -7,6 +7,13 @@ struct alignas(64) TensorMap {
     unsigned long long opaque[16];
 };
 
+// prefetch.tensormap [map]: bring the cache line holding the tensor map (generic address of a __grid_constant__
+// parameter: the .param space) into the cache the copies read it from, for later cp.async.bulk.tensor (PTX ISA,
+// "prefetch"). A hint: the first copy would fetch it anyway, later. Issued by one thread.
+__device__ __forceinline__ void prefetch_tensormap(const TensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
 // cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {x, y}], [bar]:
 // copy the box at (x = inner coordinate, y = row) into shared memory, swizzled as the map says, and count its
 // bytes against the barrier's expect_tx. Issued by a single thread.
