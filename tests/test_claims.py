@@ -362,3 +362,39 @@ def test_chapter_10_says_why_persistence_comes_before_bf16_c(data):
     for n in ncu:  # step 1's paragraph (tests/test_conclusions_10a.py): the napkin holds where the reads stay level
         level = abs(gb("10_bf16_c", n) / gb("10_persistent", n) - 1) < 0.02
         assert 0 < ncu[n] < 1.2 * saved[n] and (abs(ncu[n] / saved[n] - 1) < 0.2) == level, (n, ncu[n], saved[n])
+
+
+@pytest.mark.parametrize("shape, workers", [((4096,) * 3, 66), ((8192,) * 3, 66), ((8192, 8192, 1024), 66),
+                                            ((127, 4096, 4096), 132), ((512, 512, 8448), 66), ((2300, 2040, 1000), 66),
+                                            ((3072,) * 3, 66), ((12288, 12288, 4096), 66), ((640, 640, 640), 7)])
+def test_stream_k_pieces_cover_every_k_step_once_and_owners_wait_only_on_first_pieces(shape, workers):
+    """experiments/streamk's schedule, as the kernel walks it (build.pieces mirrors next_piece): every (tile, k step)
+    is computed by exactly one worker; every cut tile has one owner (the piece that starts it at k = 0), which is
+    that worker's last piece; the peers it waits for (build.peers, the kernel's loop) are exactly the workers holding
+    the tile's other pieces, each the first piece of its range, after whole tiles only (so nothing it waits for
+    waits: no deadlock), in k order."""
+    from experiments.streamk.build import SOLO, peers, pieces, plan
+    p = plan(*shape, workers, SOLO if shape[0] <= 128 else {})
+    walks = {w: pieces(p, w) for w in range(workers)}
+    seen = {}
+    for w, walk in walks.items():
+        for tile, k0, k1 in walk:
+            assert 0 <= k0 < k1 <= p["k_tiles"] and 0 <= tile < p["tiles"]
+            for k in range(k0, k1):
+                assert (tile, k) not in seen, f"k step {k} of tile {tile} computed twice"
+                seen[tile, k] = w
+    assert len(seen) == p["tiles"] * p["k_tiles"], "a k step is computed by no worker"
+    for w, walk in walks.items():
+        for i, (tile, k0, k1) in enumerate(walk):
+            if k0 == 0 and k1 < p["k_tiles"]:  # an owner of a cut tile
+                assert i == len(walk) - 1, "an owner waits before its last piece"
+                others = sorted({seen[tile, k] for k in range(k1, p["k_tiles"])})
+                assert peers(p, w, tile) == others, (tile, peers(p, w, tile), others)
+                first = {q: next(x for x in walks[q] if x[0] >= p["whole"]) for q in others}  # after whole tiles
+                for q in others:
+                    assert first[q][0] == tile and first[q][1] > 0, "a peer's piece is not the first of its range"
+                starts = [first[q][1] for q in others]
+                assert starts == sorted(starts), "the partials are not added in k order"
+            elif k0 > 0:
+                assert all(x[1] == 0 and x[2] == p["k_tiles"] for x in walk[:i]), \
+                    "a piece that starts inside a tile follows a piece that waits"

@@ -39,3 +39,24 @@ def plan(m: int, n: int, k: int, workers: int, config: dict | None = None) -> di
             cut = 0
     return {"tiles": tiles, "k_tiles": k_tiles, "workers": workers, "whole": tiles - cut,
             "range_steps": cut * k_tiles / workers}
+
+
+def pieces(p: dict, w: int) -> list[tuple[int, int, int]]:
+    """Worker w's pieces (tile, k0, k1) in the order it runs them, as next_piece walks them in the kernel: its whole
+    tiles round robin, then its range of the cut tiles' k steps, split where tiles end. `p` is a plan()."""
+    out = [(t, 0, p["k_tiles"]) for t in range(w, p["whole"], p["workers"])]
+    steps = (p["tiles"] - p["whole"]) * p["k_tiles"]
+    at, end = steps * w // p["workers"], steps * (w + 1) // p["workers"]
+    while at < end:
+        cut, k0 = divmod(at, p["k_tiles"])
+        k1 = min(p["k_tiles"], k0 + end - at)
+        out.append((p["whole"] + cut, k0, k1))
+        at += k1 - k0
+    return out
+
+
+def peers(p: dict, w: int, tile: int) -> list[int]:
+    """The workers whose partials the owner w of a cut tile adds, in k order (the kernel's loop over w + 1, ...)."""
+    steps = (p["tiles"] - p["whole"]) * p["k_tiles"]
+    tile_end = (tile - p["whole"] + 1) * p["k_tiles"]
+    return [q for q in range(w + 1, p["workers"]) if steps * q // p["workers"] < tile_end]

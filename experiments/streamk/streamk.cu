@@ -81,7 +81,6 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
               "the split must fit the registers the CTA was given at launch");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
-static_assert((BN / C_CHUNK) % C_BUFFERS == 0, "tma_store_accumulators starts each tile at buffer 0");
 
 // Which tiles run whole and which are cut along k, the same in every thread of the grid.
 struct Plan {

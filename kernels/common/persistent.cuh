@@ -79,6 +79,10 @@ __device__ __forceinline__ void tma_store_accumulators(const TensorMap* tmC, uns
                                                        const float (&acc)[N], int row, int col0, unsigned bar, int t,
                                                        int warp, int lane) {
     static_assert(COLS % C_CHUNK == 0 && C_BUFFERS >= 1 && C_BUFFERS <= 8, "whole chunks; wait_group.read N <= 7");
+    // Each tile starts at buffer `first`: with chunks a tile not a multiple of the buffers (3 chunks of a 192-wide tile
+    // on 2 buffers), its first chunk would reuse the previous tile's last buffer while that store may still read it.
+    static_assert((COLS / C_CHUNK) % C_BUFFERS == 0, "a tile's chunks must turn the buffers whole (10_chip.cu turns "
+                                                     "them across tiles instead)");
 #pragma unroll
     for (int q = 0; q < COLS / C_CHUNK; ++q) {
         unsigned char* buf = cstage + (first + q % C_BUFFERS) * (64 * C_CHUNK * 2);  // [64, C_CHUNK] bf16
