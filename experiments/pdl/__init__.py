@@ -1,13 +1,12 @@
 """Reader of the programmatic-dependent-launch experiment's record (record.json, written by its runner outside the
-book's run): NAMES (the three launches each shape times), table, checks. Until its first run the record holds only
-NOT_RUN, and the readers say so."""
+book's run): NAMES (the three launches each shape times), table, checks, both_table. A reader whose part the record
+lacks says so and how to record it."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 RECORD = Path(__file__).with_name("record.json")
-NOT_RUN = "not yet run"     # the record's one key before its first run, with the command that fills it
 RUNG = "rung 10"                         # 10_chip as it launches: PDL = 0, CuPy's launch
 PLAIN = "PDL build, plain launch"        # PDL = 1 launched by CuPy: the instructions' cost, no overlap
 ATTRIBUTE = "PDL build, attribute"       # PDL = 1 through cuLaunchKernelEx with programmatic stream serialization
@@ -24,7 +23,7 @@ def record() -> dict:
 def _ran(rec: dict, part: str) -> bool:
     if part in rec:
         return True
-    print(f"experiments/pdl: no `{part}` part recorded ({rec.get(NOT_RUN, NOT_RUN)}).")
+    print(f"experiments/pdl: no `{part}` part recorded (python3 -m experiments.pdl.run {part} records it).")
     return False
 
 

@@ -41,7 +41,7 @@ from helpers.results import record_part  # noqa: E402
 from helpers.tiles import launch_config  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
-from . import ATTRIBUTE, NAMES, NOT_RUN, PLAIN, RECORD, RUNG  # noqa: E402
+from . import ATTRIBUTE, NAMES, PLAIN, RECORD, RUNG  # noqa: E402
 from .launch import AttributedLaunch  # noqa: E402
 
 FINAL = rung("10_chip")
@@ -194,10 +194,6 @@ def both() -> tuple[bool, dict, list]:
 
 
 def save(part: str, value) -> None:
-    """Set one part of the record; the placeholder a record holds before its first run goes."""
-    import json
-    if RECORD.exists() and NOT_RUN in json.loads(RECORD.read_text()):
-        RECORD.unlink()
     record_part(RECORD, part, value)
 
 
