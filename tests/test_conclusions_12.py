@@ -340,3 +340,17 @@ def test_chapter_12_both_rungs_land_under_the_shared_tma_roof(data):
     shared = data["ceilings"]["read_tma_shared@2.7MB"]["value"]
     drawn = {r: recorded_profile(r, 8192)["l2_tbps"] for r in ("12_fp8", "10_chip")}
     assert max(drawn.values()) < shared, f"a rung now lands at or above the shared TMA roof: {drawn} vs {shared}"
+
+
+def test_the_wider_promoted_tile_budgets():
+    """Chapter 12's budget for a wider promoted tile: two partial-sum buffers fit only N = 128 in a consumer's
+    registers, one buffer fits 192 and not 256; the shared-memory bytes a clock at the tensor peak (wgmma's reads
+    and the fills) of 128 x 128 exceed what experiments/smem_port moved, those of 128 x 192 do not."""
+    from experiments import smem_port
+    from helpers.csource import read_consts, source
+    from helpers.hardware import TENSOR_FLOP_PER_CLK
+    c = read_consts(source("12_fp8"))
+    regs = c["CONSUMER_REGS"]
+    assert 3 * 128 // 2 < regs < 3 * 192 // 2 and 2 * 192 // 2 < regs < 2 * 256 // 2
+    need = {n: TENSOR_FLOP_PER_CLK * ((64 + n) / (64 * n) + (c["BM"] + n) / (c["BM"] * n)) for n in (128, 192)}
+    assert need[128] > smem_port.port_roof() > need[192], "the port no longer separates the 128- and 192-wide tiles"
