@@ -17,10 +17,9 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/streamk_scratch.json")  # not
 
 from helpers import check, device  # noqa: E402
 from helpers.launch import prepare  # noqa: E402
+from helpers.registry import rung  # noqa: E402
 from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
-
-from helpers.registry import rung  # noqa: E402
 
 from .build import BASE, BUILDS, KERNEL, TIMING_ONLY, config_for, plan, source  # noqa: E402
 
