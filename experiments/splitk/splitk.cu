@@ -96,17 +96,8 @@ gemm_chip(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorM
                 int row0, col0;
                 tile_origin<SCHEDULE, GROUP_M, CLUSTER_BM, BN>(tile, tiles_m, tiles_n, row0, col0);
                 for (int kt = split * k_tiles / SPLITS; kt < (split + 1) * k_tiles / SPLITS; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    ring_wait_free(empty, it);
-                    const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES, sB = sA + A_TILE * 2;
-                    mbarrier_arrive_expect_tx(bar, TX_BYTES);
-                    tma_load_2d(sA, &tmA, kt * BK, row0 + rank * BM, bar);
-                    if constexpr (CLUSTER > 1) {
-                        tma_load_2d_multicast(sB + rank * B_BOX_ROWS * 128, &tmB, kt * BK, col0 + rank * B_BOX_ROWS,
-                                              bar, (1 << CLUSTER) - 1);
-                    } else {
-                        tma_load_2d(sB, &tmB, kt * BK, col0, bar);
-                    }
+                    ring_fill<CLUSTER, STAGES, STAGE_BYTES, A_TILE, TX_BYTES, BM, BK, B_BOX_ROWS>(
+                        full, empty, ring, it, kt, &tmA, &tmB, row0, col0, rank);
                 }
             }
         }

@@ -52,6 +52,27 @@ __device__ __forceinline__ void ring_wait_free(unsigned long long (&empty)[STAGE
     mbarrier_wait_parity(smem_addr(&empty[it % STAGES]), ((it / STAGES) & 1) ^ 1);
 }
 
+// The producer's k tile `it` (counted over all tiles), k tile `kt` of the tile at (row0, col0): wait until its slot
+// is free, announce the bytes landing in this CTA, then copy this CTA's BM rows of A and its B_BOX_ROWS-row slice of
+// B, multicast to every CTA of the cluster (each fetches its slice, all receive the whole B tile). A stage holds
+// A_TILE bf16 elements of A, then B. Issued by a single thread.
+template <int CLUSTER, int STAGES, int STAGE_BYTES, int A_TILE, int TX_BYTES, int BM, int BK, int B_BOX_ROWS>
+__device__ __forceinline__ void ring_fill(unsigned long long (&full)[STAGES], unsigned long long (&empty)[STAGES],
+                                         unsigned ring, int it, int kt, const TensorMap* tmA, const TensorMap* tmB,
+                                         int row0, int col0, unsigned rank) {
+    const int s = it % STAGES;
+    ring_wait_free(empty, it);
+    const unsigned bar = smem_addr(&full[s]), sA = ring + s * STAGE_BYTES, sB = sA + A_TILE * 2;
+    mbarrier_arrive_expect_tx(bar, TX_BYTES);
+    tma_load_2d(sA, tmA, kt * BK, row0 + rank * BM, bar);
+    if constexpr (CLUSTER > 1) {
+        tma_load_2d_multicast(sB + rank * B_BOX_ROWS * 128, tmB, kt * BK, col0 + rank * B_BOX_ROWS, bar,
+                              (1 << CLUSTER) - 1);
+    } else {
+        tma_load_2d(sB, tmB, kt * BK, col0, bar);
+    }
+}
+
 // A consumer's wait before k tile `it`: until its slot's bytes have landed (the phase of lap it / STAGES).
 template <int STAGES>
 __device__ __forceinline__ void ring_wait_full(unsigned long long (&full)[STAGES], int it) {
