@@ -57,9 +57,10 @@ for step in $steps; do
                   python3 -m tools.multicast_probe 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     ceilings) python3 -m tools.ceilings 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
-    # All four rows (10_chip and 12_fp8 at 4096 and 8192) in one call, each recorded even when another
+    # All six rows (10_chip, 10_pdl and 12_fp8 at 4096 and 8192) in one call, each recorded even when another
     # fails; ncu with --cache-control none (the harness never flushes).
-    crosscheck) python3 -m tools.crosscheck 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;
+    # shellcheck disable=SC2086 - CROSSCHECK_ARGS: rungs and sizes (default: the final rungs at 4096 and 8192)
+    crosscheck) python3 -m tools.crosscheck ${CROSSCHECK_ARGS:-} 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;
     banks)    python3 -m tools.bank_conflicts 2>&1 | tee "$LOGS/banks.log" || status=1 ;;
     # shellcheck disable=SC2086 - L2_IDS: only these rungs (default: all of chapter 10's, 09, 12 and cuBLAS)
     l2)       python3 -m tools.l2_schedule ${L2_IDS:-} 2>&1 | tee "$LOGS/l2.log" || status=1 ;;

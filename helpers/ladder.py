@@ -4,6 +4,7 @@ shape never recorded is a `NotMeasured` line.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass, fields
 
 from . import results
@@ -110,6 +111,12 @@ def untimable(r: Rung) -> str | None:
     return None
 
 
+# How far a row's own cuBLAS may sit from its run's baseline for the shape before the row warns. In one lease the
+# two agree within about 1% beside kernels of similar speed; beside a much slower kernel (02_wmma_naive) cuBLAS read
+# 2-3% lower, and rows added to a run from another lease were 2-5% off (H200, 2026-11-29).
+DRIFT = 0.02
+
+
 def baseline_key(r: Rung, m: int, n: int, k: int) -> str:
     return f"{r.dtype}-{layout_name(r.b_layout)}-{r.out_dtype}@{m}x{n}x{k}"
 
@@ -135,6 +142,13 @@ def measure(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
             "contenders": {name: {"tflops": t.tflops, "iqr": list(t.tflops_iqr)} for name, t in b.others.items()}},
             save=save)
         kt = b.kernel
+        if abs(cub.tflops / base["tflops"] - 1) > DRIFT:
+            print(f"warning: {r.id} at {m}x{n}x{k}: cuBLAS ran at {cub.tflops:.1f} TFLOP/s in this row's rounds and at "
+                  f"{base['tflops']:.1f} when this run's baseline was timed (beside {base.get('timed_beside')}); "
+                  f"the ratio divides by that baseline, so it carries the difference: beside a much slower kernel "
+                  f"cuBLAS reads a few points lower, and across leases the card's clocks differ (re-time a shape's "
+                  f"rows together, in a new run).",
+                  file=sys.stderr, flush=True)
         return Row.entry(
             rung=r.id, tile=list(lau.kernel.tile), cluster=lau.kernel.consts.get("CLUSTER"), m=m, n=n, k=k, dtype=r.dtype, tflops=kt.tflops,
             cublas_tflops=base["tflops"], ratio=kt.tflops / base["tflops"], correct=ok.ok, rel_err=ok.rel_err,

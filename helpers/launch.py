@@ -6,11 +6,15 @@ policy's choice (helpers.tiles), the one build it chose (helpers.kernel), the La
     lau = prepare("10_chip", 4096)     # refuses a bad shape in one sentence, before anything runs
     a, b = lau.inputs(); c = lau.output()       # fresh random operands, a NaN-poisoned C
     lau(a, b, c)                                # arrays checked (shape, dtype, layout, alignment), then launched
+
+A build with PDL > 0 (griddepcontrol in its prologue) is launched with programmatic stream serialization
+(helpers.pdl): `lau.programmatic` says so, and `dataclasses.replace(lau, programmatic=False)` is the same build
+launched plainly, as CuPy launches every other rung.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -103,6 +107,14 @@ class Launch:
     grid: tuple
     block: tuple
     smem: int
+    programmatic: bool = False   # queued with programmatic stream serialization (helpers.pdl): it may start under
+                                 # the previous kernel of the stream
+    _driver: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.programmatic:  # the driver's function and launch config, worked out once (the kernel is loaded)
+            from .pdl import config
+            object.__setattr__(self, "_driver", config(self.kernel, self.grid, self.block, self.smem))
 
     @property
     def rung(self) -> Rung:
@@ -132,12 +144,20 @@ class Launch:
         if check_arrays(self.rung, a, b, c) != (self.m, self.n, self.k):
             raise ShapeError(f"this launch of {self.rung.id} was prepared for {self.m}x{self.n}x{self.k}; got "
                              f"A{a.shape}, C{c.shape}.")
-        return self.kernel.args(a, b, c, scale)
+        args = self.kernel.args(a, b, c, scale)
+        if self.programmatic:
+            from .pdl import Packed
+            return Packed(args)
+        return args
 
     def enqueue(self, args: tuple) -> None:
         """Queue one launch with prepared arguments (no checks and no lookups: the timing loop calls this, and its
         host cost is what the spin kernel must cover)."""
-        self.kernel.function()(self.grid, self.block, args, shared_mem=self.smem)
+        if self.programmatic:
+            from .pdl import enqueue
+            enqueue(*self._driver, args, f"{self.rung.id} at {self.m}x{self.n}x{self.k}")
+        else:
+            self.kernel.function()(self.grid, self.block, args, shared_mem=self.smem)
 
     def __call__(self, a, b, c, scale: float = 1.0) -> None:
         with faults_explained(self.rung):
@@ -157,7 +177,7 @@ def prepare(r: Rung | str, m: int, n: int | None = None, k: int | None = None, s
         config = launch_config(r, m, n, k, workers, require_live().sms)
     kern = variant(r, config) if config else kernel(r, source)
     kern.function()  # needs the GPU; loads before anything is allocated
-    return Launch(kern, m, n, k, *kern.geometry(m, n))
+    return Launch(kern, m, n, k, *kern.geometry(m, n), programmatic=kern.consts.get("PDL", 0) > 0)
 
 
 def gemm(r: Rung | str, a, b, c, source: str | None = None, scale: float = 1.0) -> None:

@@ -1,6 +1,6 @@
 // Rung 12_fp8: Hopper FP8. e4m3 A and B, FP32 accumulate, BF16 C, sm_90a.
-// Builds on: 10_chip, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
-// stmatrix + TMA-store epilogue, 128 x 256 tiles). What changes:
+// Builds on: 10_pdl, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
+// stmatrix + TMA-store epilogue, 128 x 256 tiles, launches that overlap: PDL = 1). What changes:
 //   - A and Bt hold e4m3 (1 byte), so the 128-byte TMA box row and swizzle row carry BK = 128 values of k, and a
 //     stage moves the same 48 KiB as rung 10's while holding twice the k: twice the FLOP per byte loaded;
 //   - wgmma is m64n256k32 on e4m3 (FP8 is K-major only): four per stage, each 32 bytes deeper, as in rung 10;
@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include "common/cluster.cuh"
 #include "common/epilogue.cuh"
+#include "common/griddepcontrol.cuh"
 #include "common/mbarrier.cuh"
 #include "common/mma_sync.cuh"
 #include "common/setmaxnreg.cuh"
@@ -28,6 +29,8 @@ constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they s
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
 constexpr int PROMOTE = 0;                   // P > 0: add partial sums into fp32 every P k tiles (12_fp8_promoted: 1)
+constexpr int PDL = 0;                       // 1: wait for the previous kernel after the prologue, let the next
+                                             // one start, prefetch the tensor maps; 2: no wait (wrong: a control)
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
 constexpr int WGMMA_N = 256;                 // n of one wgmma
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
@@ -92,6 +95,15 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
     const int tiles_m = (M + CLUSTER_BM - 1) / CLUSTER_BM, tiles_n = (N + BN - 1) / BN, tiles = tiles_m * tiles_n;
     const int k_tiles = (K + BK - 1) / BK;
     const int first_tile = blockIdx.x / CLUSTER, tile_step = gridDim.x / CLUSTER;
+    if constexpr (PDL) {
+        // The tensor maps are kernel parameters, which no earlier kernel writes: one thread fetches all three now,
+        // before the previous kernel has finished, instead of at the first copy and the first store.
+        if (threadIdx.x == 0) {
+            prefetch_tensormap(&tmA);
+            prefetch_tensormap(&tmB);
+            prefetch_tensormap(&tmC);
+        }
+    }
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(smem_addr(&full[s]), 1);                    // the local producer's expect_tx
@@ -104,6 +116,24 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         barrier_cluster_sync();
     } else {
         __syncthreads();
+    }
+    if constexpr (PDL) {
+        // Launched with programmatic stream serialization, this grid may start while the previous kernel of the
+        // stream still runs. Everything above touches only this CTA's (and its partner's) shared memory and the
+        // parameters, so it overlaps that kernel's tail. Past this line come the producer's TMA loads, which may read
+        // what that kernel wrote (one launch's C is the next one's A), and the consumers' stores to C, which may
+        // overwrite what it still reads or writes: every thread waits here until it has completed and its memory is
+        // flushed and visible. (PDL = 2 skips the wait: a launch that overlaps its predecessor may then read a C not
+        // yet written, so a check of launches back to back sees whether any overlapped.)
+        if constexpr (PDL == 1) {
+            griddepcontrol_wait();
+        }
+        // Then the next kernel may launch. Safe this early: a CTA of it needs ~227 KB of shared memory, so it starts
+        // only on an SM that holds no CTA of this grid (one this launch leaves idle, or one whose CTA has exited),
+        // runs its prologue there and stops at its own griddepcontrol.wait until this grid has completed and its
+        // memory is flushed. Issued after the wait, not before, so at most two grids are in flight: the previous
+        // kernel has completed, and its SMs (with any this grid leaves idle) are the ones the next kernel can take.
+        griddepcontrol_launch_dependents();
     }
 
     if (wg == 0) {  // producer warpgroup: one thread issues every copy

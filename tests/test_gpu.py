@@ -200,6 +200,36 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     assert "expect_tx" in out.stdout
 
 
+# Launches that overlap (10_pdl: PDL = 1, launched with programmatic stream serialization, helpers.pdl): eight
+# launches queued back to back behind a spin kernel, so that the host has queued them all before the first starts;
+# each launch's A is the C the launch before wrote (N = K; B scaled by 1/sqrt(K) so values stay near 1), each C its
+# own buffer poisoned with NaN. A launch that read its A before its predecessor had written all of it is wrong.
+# Clusters of one on 128 x 128 tiles, a ragged M, a ragged N.
+@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (127, 4096, 4096), (300, 200, 200)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_pdl_launches_back_to_back_read_what_the_one_before_wrote(shape):
+    import cupy as cp
+    from helpers.correctness import verdict
+    from helpers.formats import to_bf16, upcast
+    from helpers.kernel import kernel
+    from helpers.launch import prepare
+    lau, (m, n, k), length = prepare("10_pdl", *shape), shape, 8
+    assert lau.programmatic, "10_pdl is not launched with programmatic stream serialization"
+    a0 = lau.inputs()[0]
+    bs = [to_bf16(upcast(lau.inputs()[1]) / np.float32(k**0.5)) for _ in range(length)]
+    cs = [lau.output() for _ in range(length)]
+    ins = [(a0 if i == 0 else cs[i - 1], bs[i], cs[i]) for i in range(length)]
+    args = [lau.args(*x) for x in ins]
+    with cp.cuda.Stream(non_blocking=True) as stream:
+        kernel("hbm_copy").module().get_function("probe_spin")((1,), (32,), (np.uint64(20_000_000),))  # 20 ms
+        for x in args:
+            lau.enqueue(x)
+        stream.synchronize()
+    for i, x in enumerate(ins):
+        got = verdict(lau.rung, m, n, k, *x)
+        assert got.ok, f"launch {i} of {length} back to back: {got}"
+
+
 # The ping-pong experiment (experiments/pingpong): each consumer on every other tile of its CTA, taking
 # turns at the ring. Correct wherever 10_grouped_order takes a shape: one tile a CTA, odd and even counts, k tiles fewer
 # than stages. A consumer that waited a ring lap early would read the other's bytes, and C would be wrong.

@@ -108,7 +108,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("data", ("registry", "formats", "hardware")),                      # leaves: what every layer reads
     ("source", ("csource", "facts")),                                     # the kernels' C text, no compile
     ("build", ("compiler",)),                                             # NVRTC, ptxas, SASS
-    ("run", ("gpu", "tma", "kernel", "tiles", "launch")),                 # the device, a kernel, one launch
+    ("run", ("gpu", "tma", "kernel", "pdl", "tiles", "launch")),          # the device, a kernel, one launch
     ("measure", ("correctness", "cublas", "timing", "probes", "ncu", "sites")),  # check, time, profile a launch
     ("store", ("results", "store")),                                      # the results file and obtain()
     ("models", ("models", "fp8")),                                        # CPU models the chapters teach with
@@ -645,8 +645,8 @@ def test_a_tile_list_is_one_block_per_tile_on_a_1d_grid_and_needs_no_gpu():
 def test_clusters_of_one_where_no_cta_takes_a_second_tile(n, tile, sms, alone):
     from helpers.tiles import solo
     assert solo(n, n, *tile, sms) is alone
-    assert rung(FINAL).solo_clusters and rung("12_fp8").solo_clusters
-    assert not any(r.solo_clusters for r in RUNGS if r.id not in (FINAL, "12_fp8"))
+    assert rung(FINAL).solo_clusters and rung("10_pdl").solo_clusters and rung("12_fp8").solo_clusters
+    assert not any(r.solo_clusters for r in RUNGS if r.id not in (FINAL, "10_pdl", "12_fp8"))
 
 
 def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
@@ -680,7 +680,7 @@ def test_ragged_rungs_refuse_only_rows_that_tma_cannot_step_in_one_sentence():
     launch, naming the dimension, its value, the multiple and the padded size. The other rungs keep their tiles' rule."""
     from helpers import ShapeError
     from helpers.launch import takes, validate
-    assert [r.id for r in RUNGS if r.ragged] == ["10_chip", "12_fp8", "12_fp8_promoted"]
+    assert [r.id for r in RUNGS if r.ragged] == ["10_chip", "10_pdl", "12_fp8", "12_fp8_promoted"]
     for shape in ((1, 8, 8), (127, 4096, 4096), (4095, 4104, 4104), (255, 264, 208)):
         assert takes(rung("10_chip"), *shape), shape
     assert takes(rung("12_fp8"), 4095, 4104, 4112) and not takes(rung("12_fp8"), 4095, 4104, 4104)

@@ -1,4 +1,4 @@
-"""The harness proves itself against Nsight Compute. For the final rungs (10_chip, 12_fp8) and the strongest
+"""The harness proves itself against Nsight Compute. For the final rungs (10_chip, 10_pdl, 12_fp8) and the strongest
 cuBLAS at N=4096 and 8192, the ratio helpers.timing reports (GPU time, interleaved rounds) must match the ratio of
 Nsight Compute's gpu__time_duration for the same two contenders within 3 points. Both are taken in one process
 under ncu, so both time the same cuBLASLt algorithm (the fastest candidate of the harness's own rounds): the
@@ -11,7 +11,7 @@ passes it: by default ncu locks the SM clock to base), and the profiled launches
 harness's own batch (as many as it timed per batch, at least 7), queued back to back, inputs rotated as in the
 rounds. Every entry records the cache setting and ncu's arguments.
 
-    python3 -m tools.crosscheck [RUNG ...] [N ...]  (GPU host, ncu on PATH; default: both rungs at 4096 and 8192;
+    python3 -m tools.crosscheck [RUNG ...] [N ...]  (GPU host, ncu on PATH; default: the rungs at 4096 and 8192;
                                                      exits 1 on a gap over 3 points or a crosscheck that failed)
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from helpers import device, results, store
 from helpers.ncu import ncu_rows
 
 GAP = 0.03
-RUNGS = ("10_chip", "12_fp8")
+RUNGS = ("10_chip", "10_pdl", "12_fp8")
 SIZES = (4096, 8192)
 CACHE_CONTROL = "none"  # the harness does not flush between launches; ncu's default ("all") flushes before each
 TIME, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     from helpers import rung
     ap = argparse.ArgumentParser(prog="python3 -m tools.crosscheck", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", nargs="*", metavar="RUNG or N", help="rungs and sizes (default: both rungs, both sizes)")
+    ap.add_argument("what", nargs="*", metavar="RUNG or N", help="rungs and sizes (default: every rung of RUNGS, both sizes)")
     rids, sizes = parse_args(ap.parse_args(argv).what)
     dev = device()
     env = dev.env()

@@ -1,5 +1,5 @@
 """Launches that overlap: chapter 10's kernel with its switch PDL (kernels/10_chip.cu: griddepcontrol and
-prefetch.tensormap), launched with programmatic stream serialization (launch.py), an experiment outside the book's
+prefetch.tensormap), launched with programmatic stream serialization (helpers/pdl.py), an experiment outside the book's
 run; its output goes to experiments/pdl/record.json. From the repository root:
 
     python3 -m experiments.pdl.run check [small]   the PDL build at the check shapes, launched plainly and with the
@@ -24,6 +24,7 @@ question.
 """
 import os
 import sys
+from dataclasses import replace
 
 os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/pdl_scratch.json")  # nothing here belongs to the book's run
 
@@ -42,7 +43,6 @@ from helpers.tiles import launch_config  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
 from . import ATTRIBUTE, NAMES, PLAIN, RECORD, RUNG  # noqa: E402
-from .launch import AttributedLaunch  # noqa: E402
 
 FINAL = rung("10_chip")
 SHAPES = ((1024,) * 3, (2048,) * 3, (1024, 1024, 4096), (127, 4096, 4096), (4096,) * 3)
@@ -68,9 +68,10 @@ def source_for(m: int, n: int, k: int, pdl: int = 1, overlap: int = 0) -> str:
 
 
 def launches(m: int, n: int, k: int, pdl: int = 1, overlap: int = 0) -> dict:
-    """The PDL build at M x N x K launched plainly (CuPy) and with the attribute."""
-    plain = prepare(FINAL, m, n, k, source=source_for(m, n, k, pdl, overlap))
-    return {PLAIN: plain, ATTRIBUTE: AttributedLaunch.of(plain)}
+    """The PDL build at M x N x K launched plainly (CuPy) and with the attribute (as helpers.launch launches a build
+    with PDL > 0)."""
+    attributed = prepare(FINAL, m, n, k, source=source_for(m, n, k, pdl, overlap))
+    return {PLAIN: replace(attributed, programmatic=False), ATTRIBUTE: attributed}
 
 
 def spin(ns: int) -> None:
