@@ -157,8 +157,9 @@ RUNGS: tuple[Rung, ...] = (
          config={"CLUSTER": 1, "SCHEDULE": 0, "EPILOGUE": 0, "STAGES": 3},
          **{**_chip(*_PAIRED), "grid": "tile_list"}),
     # Pairs tie the two CTAs' rings together (a slot is free once all four consumers of the pair release it), and
-    # the ring's fourth stage covers that longer round trip: alone, either costs or ties (10_cluster_3_stages,
-    # 10_four_stages; experiments/ladder_orders measured every combination), so the path takes them as one step.
+    # the ring's fourth stage covers that longer round trip: alone, each costs, ties or gains far less than both
+    # together (10_cluster_3_stages, 10_four_stages; experiments/ladder_orders measured every combination), so the
+    # path takes them as one step.
     Rung("10_cluster", "+ 2x1 clusters, B multicast, the ring one stage deeper", "gemm_chip",
          config={"CLUSTER": 2, "SCHEDULE": 0, "EPILOGUE": 0}, **_chip("UTMALDG.2D.MULTICAST", *_PAIRED)),
     Rung("10_cluster_3_stages", "10_cluster with rung 09's 3-stage ring: the pairs alone", "gemm_chip",
@@ -224,7 +225,7 @@ RUNGS: tuple[Rung, ...] = (
 # - 10_bf16_c_per_tile, bf16 C without persistence: one block per tile leaves the tile order to the hardware, and
 #   its DRAM reads moved from launch to launch, so the path makes the blocks persistent first.
 # - 10_cluster_3_stages and 10_four_stages, the two halves of 10_cluster (pairs sharing B, and the ring's fourth
-#   stage that their longer round trip needs). Alone, either costs, so the path takes them together.
+#   stage that their longer round trip needs). Alone, each does far less than both, so the path takes them together.
 # - 10_sts_store, the TMA store's buffers written without stmatrix, and 10_grouped, the grouped order right after
 #   persistence and bf16 C, where it costs (it pays once pairs share B).
 # - 10_grouped_order, 10_chip with its 128 x 256 tile at every shape. At 4096 and 8192 the tile choice keeps

@@ -56,8 +56,11 @@ def test_every_row_was_timed_by_gpu_time_against_a_same_output_cublas(data):
 
 # Where a row's own cuBLAS rounds fell more than 3% below the others of its key, held exactly (run
 # 2026-11-26T13:27Z-h100 had one, 03_mma_sync at 4096; run 2026-11-26T18:01Z-h100 has none). A row's ratio uses the
-# run's shared baseline, not its own rounds.
-LOW_WITNESS: set = set()
+# run's shared baseline, not its own rounds. The H200 run's rows, re-timed in one lease (2026-11-29 07:31-07:38 UTC),
+# have two: 03_mma_sync at 4096 again (cuBLAS 3.3% under the fastest rounds of its key, beside the slow WMMA and
+# mma.sync rungs), and 10_chip at 12288, timed right after 10_pdl under the power cap (its rounds at 1,635 MHz,
+# 10_pdl's at 1,785): cuBLAS 3.3% slower in its rounds than in 10_pdl's, which set the baseline.
+LOW_WITNESS: set = {("03_mma_sync", 4096), ("10_chip", 12288)}
 
 
 def test_one_cublas_baseline_per_key_and_the_rows_own_rounds_agree_within_3_percent(data):
@@ -273,8 +276,12 @@ def test_pingpong_builds_are_configs_of_its_kernel():
 # may rise or be flat, never fall. 10_tma_store at 8192 rose on the H100 (run 19:47Z, x1.005) and is flat on the H200
 # (run 2026-11-29T01:10Z-h200, x1.0002): an epilogue is half the share of a tile at 8192 that it is at 4096, and half of
 # the 4096 gain is under the rounds' spread there (chapter 10, "What the profile says").
+# 10_pdl (chapter 10's step 6) acts where a launch is short; at 4096 and 8192 it saves well under a microsecond of a
+# launch of 170 µs and more, so it may rise or be flat there (x1.002 and x1.005 in run 2026-11-29T01:10Z-h200).
 NOT_RISING: dict = {}
-FLAT_OR_RISING = {("10_tma_store", 8192): "chapter 10: half the 4096 gain, within the rounds' spread at 8192"}
+FLAT_OR_RISING = {("10_tma_store", 8192): "chapter 10: half the 4096 gain, within the rounds' spread at 8192",
+                  ("10_pdl", 4096): "chapter 10, step 6: the saving lies between launches, flat where they are long",
+                  ("10_pdl", 8192): "chapter 10, step 6: the saving lies between launches, flat where they are long"}
 LONG_DIFFS = {"01_blocktile_2d", "01_vectorized", "01_warptiled", "02_wmma_smem", "03_mma_sync", "05_cp_async",
               "07_tma", "08_same_tile", "10_persistent"}
 SHIFTS = {"06_wgmma_m64n64"}  # 05 -> 06 (01 -> 02 changes the dtype, so no step spans it)

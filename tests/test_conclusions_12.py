@@ -13,7 +13,7 @@ from helpers.registry import ROOT
 
 from conftest import prose, says
 
-FP8, BF16 = "12_fp8", "10_chip"
+FP8, BF16 = "12_fp8", "10_pdl"  # rung 12 and rung 10 as the path ends, both launched with PDL
 BAR = 3  # points: the cross-check's bar, as the chapter states it (tools/crosscheck.py's GAP)
 
 
@@ -185,8 +185,10 @@ def test_chapter_12_profile_and_variants(data):
     assert not any(moved({"GROUP_M": 16}, n).rises for n in (4096, 8192)), "a longer group now helps"
     assert moved({"GROUP_M": 16}, 8192).falls and v({}, 8192) > v({"GROUP_M": 16}, 8192), \
         "a longer group no longer costs at 8192"
-    assert all(moved({"CLUSTER": 1}, n).falls and v({}, n) > v({"CLUSTER": 1}, n) for n in (4096, 8192)), \
-        "clusters of one no longer cost at 4096 and 8192"
+    # Clusters of one: they cost at 8192; at 4096 they cost in the H100 run and gained 0.8 points in the H200's (one
+    # variant row each, outside the rounds of the rung's own row); the chapter renders which.
+    assert moved({"CLUSTER": 1}, 8192).falls and v({}, 8192) > v({"CLUSTER": 1}, 8192), \
+        "clusters of one no longer cost at 8192"
     assert v({"CLUSTER": 1}, 2048) > v({}, 2048), "clusters of one no longer win at 2048"
 
 
@@ -237,7 +239,7 @@ def test_chapter_12_names_the_limit_the_profile_shows(cells):
     ids = [c["id"] for c in cells]
     i = ids.index("c12-profile-md")
     assert ids[i - 1] == "c12-profile" and "remove-input" in cells[i]["metadata"]["tags"]
-    assert 'fig_profile("12_fp8", "10_chip", n=8192)' in "".join(cells[i - 1]["source"])
+    assert 'fig_profile("12_fp8", "10_pdl", n=8192)' in "".join(cells[i - 1]["source"])
     x, b = limit_of(FP8, 8192), limit_of(BF16, 8192)
     e = recorded_profile(FP8, 8192)
     assert x["roof"] == b["roof"] and x["pipe"] == b["pipe"] == "tensor"  # "the same roof"
