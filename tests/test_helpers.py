@@ -594,3 +594,26 @@ def test_a_table_marks_each_cublas_reference_once_however_many():
     assert len(marks) == 28 and len({m for m, _ in marks}) == 28, marks
     assert marks[0] == ("a", "0") and marks[25] == ("z", "25") and marks[26] == ("a2", "26")
     assert len({len(line) for line in text.splitlines()[1:29]}) == 1  # the rows stay aligned
+
+
+def test_pdl_packs_each_argument_by_address_and_only_pdl_builds_launch_with_the_attribute():
+    # helpers.pdl.Packed is what cuLaunchKernelEx reads: one pointer per kernel parameter, each to that parameter's
+    # bytes (a device pointer's 8, a tensor map's 128, an int's 4). Read back through ctypes (tests may; helpers may not).
+    import ctypes
+    from types import SimpleNamespace
+
+    import numpy as np
+    from helpers.facts import facts
+    from helpers.pdl import Packed
+    from helpers.registry import RUNGS
+    array = SimpleNamespace(data=SimpleNamespace(ptr=0x7F0012345600))    # what Packed reads of a CuPy array
+    tmap = np.frombuffer(bytes(range(128)), dtype=np.dtype((np.void, 128)))[0]
+    p = Packed((array, tmap, np.int32(-7), np.float32(0.25)))
+    slots = [ctypes.c_uint64.from_address(p.address + 8 * i).value for i in range(4)]
+    assert ctypes.c_uint64.from_address(slots[0]).value == 0x7F0012345600
+    assert ctypes.string_at(slots[1], 128) == bytes(range(128))
+    assert ctypes.c_int32.from_address(slots[2]).value == -7 and ctypes.c_float.from_address(slots[3]).value == 0.25
+    with pytest.raises(TypeError, match="cannot pass a int"):
+        Packed((3,))
+    # prepare() launches with programmatic stream serialization exactly the builds whose PDL constexpr is set
+    assert {r.id for r in RUNGS if facts(r).consts.get("PDL", 0) > 0} == {"10_pdl", "12_fp8"}
