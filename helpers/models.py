@@ -372,3 +372,31 @@ def l2_bytes_per_k_tile(bm: int, bn: int, bk: int, cluster: int, itemsize: int =
     when the cluster multicasts B), against the bytes that land in its shared memory."""
     a, b = bm * bk * itemsize, bn * bk * itemsize
     return {"requested": a + b // cluster, "landed": a + b, "saved": 1 - (a + b // cluster) / (a + b)}
+
+
+# ---- launches back to back, with and without programmatic dependent launch (chapter 10, step 6) ---------------------
+
+def launch_timeline(launches: int = 3, pdl: bool = False, place: float = 0.8, prologue: float = 1.0,
+                    loop: float = 4.0, epilogue: float = 1.0, drain: float = 0.6) -> list[dict]:
+    """Times of `launches` launches of one kernel queued back to back on a stream (made-up durations, exact order),
+    each grid on fewer SMs than the chip has. Plain: a launch is placed only after the previous grid has drained and
+    its memory is flushed (`drain`), then its CTAs are placed (`place`) and run their prologue, k loop and epilogue.
+    With PDL (10_pdl: griddepcontrol.wait after the prologue, then launch_dependents): the next grid is placed once
+    every CTA of this one has passed its trigger, on the SMs this grid leaves idle; it runs its prologue there and
+    waits until this grid has completed and drained. One dict a launch: start (placement begins), placed (its CTAs
+    hold their SMs), ready (prologue done), go (its wait returns: the first load may issue), done (the grid's last
+    CTA exits), drained (complete, its memory flushed)."""
+    out: list[dict] = []
+    for i in range(launches):
+        if not out:
+            start = 0.0
+        elif pdl:
+            start = out[-1]["go"]  # the previous grid's CTAs trigger right after their own wait
+        else:
+            start = out[-1]["done"] + drain
+        ready = start + place + prologue
+        go = max(ready, out[-1]["done"] + drain) if (pdl and out) else ready
+        done = go + loop + epilogue
+        out.append({"start": start, "placed": start + place, "ready": ready, "go": go, "done": done,
+                    "drained": done + drain})
+    return out

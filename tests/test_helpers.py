@@ -598,7 +598,8 @@ def test_a_table_marks_each_cublas_reference_once_however_many():
 
 def test_pdl_packs_each_argument_by_address_and_only_pdl_builds_launch_with_the_attribute():
     # helpers.pdl.Packed is what cuLaunchKernelEx reads: one pointer per kernel parameter, each to that parameter's
-    # bytes (a device pointer's 8, a tensor map's 128, an int's 4). Read back through ctypes (tests may; helpers may not).
+    # bytes (a device pointer's 8, a tensor map's 128, an int's 4). Read back through ctypes, which tests may use and
+    # helpers may not.
     import ctypes
     from types import SimpleNamespace
 
@@ -617,3 +618,19 @@ def test_pdl_packs_each_argument_by_address_and_only_pdl_builds_launch_with_the_
         Packed((3,))
     # prepare() launches with programmatic stream serialization exactly the builds whose PDL constexpr is set
     assert {r.id for r in RUNGS if facts(r).consts.get("PDL", 0) > 0} == {"10_pdl", "12_fp8"}
+
+
+def test_launch_timeline_hides_placement_and_prologue_and_never_loads_early():
+    # chapter 10's step 6 figure draws this model: with PDL a launch saves its placement and prologue, and its first
+    # load never comes before the previous grid has completed and drained; a prologue longer than the previous
+    # launch's work is hidden only in part.
+    from helpers.models import launch_timeline
+    plain, pdl = launch_timeline(4), launch_timeline(4, pdl=True)
+    period = lambda t: t[-1]["done"] - t[-2]["done"]  # noqa: E731
+    assert period(plain) - period(pdl) == pytest.approx(0.8 + 1.0)  # place + prologue (the defaults)
+    for a, b in zip(pdl, pdl[1:]):
+        assert b["start"] == a["go"] and b["go"] >= a["drained"]
+    for a, b in zip(plain, plain[1:]):
+        assert b["start"] == a["drained"]
+    slow = launch_timeline(3, pdl=True, prologue=9.0)
+    assert slow[1]["go"] == slow[1]["ready"] > slow[0]["drained"]

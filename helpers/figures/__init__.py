@@ -14,7 +14,8 @@ every one is importable from here (`from helpers.figures import fig_smem_budget`
     ch08 (warp specialization)  fig_stage_clocks, fig_ring, fig_parities, fig_ring_bytes
     ch09 (setmaxnreg)           fig_tile_intensity, fig_register_pool, fig_pool_ledger, fig_consumer_registers,
                                 fig_wide_registers
-    ch10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue, fig_tile_waves
+    ch10 (the chip)             fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue, fig_tile_waves,
+                                fig_launches_back_to_back
     ch12 (FP8)                  fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
     every chapter (profile)     fig_profile: the rung beside its predecessor, from their recorded Nsight Compute
                                 profiles (takes and returns a pair of Axes); limit_of, what binds, for the prose
@@ -31,7 +32,8 @@ from .ch06 import fig_accumulator, fig_smem_budget, fig_swizzle_atom, fig_wgmma_
 from .ch07 import fig_load_instructions, fig_mbarrier_phase, fig_ring_parity, fig_tma_box
 from .ch08 import fig_parities, fig_ring, fig_ring_bytes, fig_stage_clocks
 from .ch09 import fig_consumer_registers, fig_pool_ledger, fig_register_pool, fig_tile_intensity, fig_wide_registers
-from .ch10 import fig_cluster_multicast, fig_persistent_schedule, fig_tile_waves, fig_tma_store_epilogue
+from .ch10 import (fig_cluster_multicast, fig_launches_back_to_back, fig_persistent_schedule, fig_tile_waves,
+                   fig_tma_store_epilogue)
 from .ch12 import fig_fp8_bit_layouts, fig_fp8_number_line, fig_fp8_scaling, fig_fp8_stage_bytes
 from .profile import fig_profile, limit_of, limit_sentence, recorded_profile
 

@@ -1,12 +1,12 @@
 """Chapter 10 (the chip as the unit): fig_persistent_schedule, fig_cluster_multicast, fig_tma_store_epilogue,
-fig_tile_waves."""
+fig_tile_waves, fig_launches_back_to_back."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..compiler import build
 from ..hardware import KIB
-from ..models import l2_bytes_per_k_tile
+from ..models import l2_bytes_per_k_tile, launch_timeline
 from ..registry import rung
 from ..tiles import waves
 from .common import axes, clean
@@ -385,4 +385,54 @@ def fig_tile_waves(ax=None, sizes=(1024, 2048, 3072, 4096, 6144, 8192)):
     clean(ax)
     ax.set_title(f"Wave quantization per tile on {clusters} clusters of 2 CTAs: above each bar, the tiles the busiest\n"
                  f"cluster computes x how busy the chip is over those waves", fontsize=10)
+    return ax
+
+
+def fig_launches_back_to_back(ax=None, launches: int = 3):
+    """A schematic (durations made up, order exact: helpers.models.launch_timeline) of three launches back to back,
+    plain above and with programmatic dependent launch below: each row one launch's grid, from its placement to its
+    last CTA's exit. With PDL the next grid is placed, on SMs the previous one leaves idle, as soon as the previous
+    grid's CTAs pass their trigger; its prologue runs under the previous k loop, and its wait holds the first load
+    until the previous grid has completed and its memory is flushed."""
+    from matplotlib.patches import Patch, Rectangle
+
+    colours = {"place": "0.8", "prologue": "#dd8452", "wait": "#c44e52", "work": "#4c72b0", "drain": "0.55"}
+    h = 0.6
+    ax = axes(ax, (9.2, 5.2))
+    rows = {False: launch_timeline(launches), True: launch_timeline(launches, pdl=True)}
+    ends = {}
+    for panel, (pdl, times) in enumerate(rows.items()):
+        base = (launches + 1.2) * (1 - panel)
+        for i, t in enumerate(times):
+            y = base + launches - 1 - i
+
+            def seg(t0, t1, kind, y=y, **kw):
+                ax.add_patch(Rectangle((t0, y - h / 2), t1 - t0, h, fc=colours[kind], ec="white", lw=0.5, **kw))
+
+            seg(t["start"], t["placed"], "place")
+            seg(t["placed"], t["ready"], "prologue")
+            if t["go"] > t["ready"]:
+                seg(t["ready"], t["go"], "wait", hatch="///", alpha=0.6)
+            seg(t["go"], t["done"], "work")
+            seg(t["done"], t["drained"], "drain", hatch="...", alpha=0.5)
+            ax.text(-0.25, y, f"launch {i}", ha="right", va="center", fontsize=8)
+        per = (times[-1]["done"] - times[0]["done"]) / (launches - 1)
+        ends[pdl] = per
+        title = ("with PDL: the next grid placed at the trigger, on idle SMs" if pdl else
+                 "plain: the next grid placed after the previous one drains")
+        ax.text(0, base + launches - 0.35, title, fontsize=9, va="bottom")
+        ax.text(times[-1]["done"] + 0.8, base + 0.0, f"{per:.1f} a launch", va="center", fontsize=8)
+    ax.set_xlim(-1.6, max(t["done"] for t in rows[False]) + 2.6)
+    ax.set_ylim(-0.8, 2 * launches + 1.6)
+    ax.set_yticks([])
+    ax.set_xlabel("time (made-up units: the order is the kernel's, the durations are not)")
+    ax.legend(handles=[Patch(fc=colours["place"], label="placed (CTAs, shared memory)"),
+                       Patch(fc=colours["prologue"], label="prologue (barriers, cluster sync, maps)"),
+                       Patch(fc=colours["wait"], hatch="///", alpha=0.6, label="griddepcontrol.wait"),
+                       Patch(fc=colours["work"], label="k loops and epilogue"),
+                       Patch(fc=colours["drain"], hatch="...", alpha=0.5, label="grid completes, memory flushed")],
+              loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncol=3, frameon=False)
+    ax.set_title(f"Launches back to back: PDL hides placement and prologue ({ends[False]:.1f} -> {ends[True]:.1f} "
+                 "a launch)")
+    clean(ax)
     return ax
