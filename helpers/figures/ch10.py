@@ -431,7 +431,7 @@ def fig_launches_back_to_back(ax=None, launches: int = 3):
                        Patch(fc=colours["wait"], hatch="///", alpha=0.6, label="griddepcontrol.wait"),
                        Patch(fc=colours["work"], label="k loops and epilogue"),
                        Patch(fc=colours["drain"], hatch="...", alpha=0.5, label="grid completes, memory flushed")],
-              loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=7, ncol=3, frameon=False)
+              loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8, ncol=3, frameon=False)
     ax.set_title(f"Launches back to back: PDL hides placement and prologue ({ends[False]:.1f} -> {ends[True]:.1f} "
                  "a launch)")
     clean(ax)
