@@ -1,9 +1,10 @@
 """The CPU models the tensor-core chapters teach with: who holds which element of an mma.sync or wgmma fragment,
 which bank each lane of an ldmatrix hits, how a cp.async ring overlaps copies with math, what a wgmma descriptor
 encodes, how an mbarrier's phase completes, whether a register split or a block fits, how chapter 08's ring
-behaves clock by clock, and how launches back to back overlap with programmatic dependent launch (chapter 10). Everything here is computed, not measured (NumPy only, nothing drawn): the figures, the
-explorers, the exercises and the tests all read the same models, and chapter 04 sets the computed bank conflicts
-beside Nsight Compute's counters."""
+behaves clock by clock, and how launches back to back overlap with programmatic dependent launch (chapter 10).
+Everything here is computed, not measured (NumPy only, nothing drawn): the figures, the explorers, the exercises and
+the tests all read the same models, and chapter 04 sets the computed bank conflicts beside Nsight Compute's
+counters."""
 from __future__ import annotations
 
 import numpy as np
