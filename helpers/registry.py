@@ -190,6 +190,14 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_pdl", "+ launches that overlap: griddepcontrol, maps prefetched", "gemm_chip", config={"PDL": 1},
          tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
          solo_clusters=True, ragged=True,
+         **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "UTMACCTL.PF", "ACQBULK", "PREEXIT")),
+    # The epilogue under the next tile: each consumer rounds its tile's last two chunks of C to bf16 pairs, issues
+    # the next tile's first k step into the freed accumulators, and stores those chunks while it runs. It acts where
+    # CTAs take tiles one after another; where each takes one (N = 1024 and 2048) the tile policy builds it as 10_pdl.
+    Rung("10_overlap", "+ the epilogue under the next tile's first k step", "gemm_chip",
+         config={"PDL": 1, "OVERLAP": 2},
+         tile_choices=(({"BN": 192, "WGMMA_N": 192}, MID_RATE), ({"BN": 128, "WGMMA_N": 128}, NARROW_RATE)),
+         solo_clusters=True, ragged=True,
          **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "UTMACCTL.PF", "ACQBULK", "PREEXIT"),
          target=(1.03, 4096, "cublas")),
     # The final kernel as it was before its producer's three idle warps exited: they waited at the closing cluster
@@ -235,7 +243,7 @@ MAIN: tuple[str, ...] = (
     "01_naive", "01_coalesced", "01_smem_tiled", "01_blocktile_2d", "01_vectorized", "01_warptiled",
     "02_wmma_naive", "02_wmma_smem", "03_mma_sync", "04_swizzle", "05_cp_async",
     "06_wgmma_m64n64", "06_wgmma_wide", "07_tma", "08_same_tile", "09_setmaxnreg",
-    "10_persistent", "10_bf16_c", "10_cluster", "10_tma_store", "10_chip", "10_pdl", "12_fp8",
+    "10_persistent", "10_bf16_c", "10_cluster", "10_tma_store", "10_chip", "10_pdl", "10_overlap", "12_fp8",
 )
 
 @dataclass(frozen=True)

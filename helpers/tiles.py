@@ -83,11 +83,15 @@ def fits(r: Rung, m: int, n: int, k: int) -> str | None:
 def launch_config(r: Rung, m: int, n: int, k: int, workers: int | None, sms: int) -> dict:
     """The constexpr overrides a launch of rung r at M x N x K uses ({}: the rung as built): the tile the wave
     napkin picks for `workers` resident clusters of the rung's own build (where r has tile choices), then clusters of
-    one CTA where no CTA of that tile gets a second one (r.solo_clusters, on a chip of `sms` SMs)."""
+    one CTA where no CTA of that tile gets a second one (r.solo_clusters, on a chip of `sms` SMs). There a build
+    that stores its last chunks of C under the next tile's first k step (OVERLAP > 0) stores them all first, as
+    10_pdl does: no CTA has a next tile, and the early rounding only costs (experiments/overlap measured it)."""
     picked, tile = {}, facts(r).tile
     if r.tile_choices:
         picked = next(row["config"] for row in choose_tile(r, m, n, k, workers) if row["picked"])
         tile = next(f.tile for overrides, f, _ in choices(r) if overrides == picked)
     if r.solo_clusters and solo(m, n, *tile, sms):
         picked = {**picked, "CLUSTER": 1}
+        if facts(r).consts.get("OVERLAP"):  # no CTA has a next tile whose first k step could hide its epilogue
+            picked["OVERLAP"] = 0
     return picked

@@ -29,6 +29,8 @@ constexpr int CLUSTER = 2;                   // CTAs per cluster along M; they s
 constexpr int SCHEDULE = 1;                  // 0: tiles row by row, 1: grouped, GROUP_M tile rows per group
 constexpr int GROUP_M = 8;                   // tile rows (of CLUSTER_BM) that a group walks down before moving right
 constexpr int PROMOTE = 0;                   // P > 0: add partial sums into fp32 every P k tiles (12_fp8_promoted: 1)
+constexpr int OVERLAP = 0;                   // the last chunks of C (up to BN / C_CHUNK) stored after the next
+                                             // tile's first k step is issued, from bf16 pairs rounded before it
 constexpr int PDL = 0;                       // 1: wait for the previous kernel after the prologue, let the next
                                              // one start, prefetch the tensor maps; 2: no wait (wrong: a control)
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
@@ -62,6 +64,7 @@ static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / T
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
 static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
 static_assert(!PROMOTE || WGMMA_N <= 128, "a 64 x 256 slice's sums and two partial sums would need 384 registers");
+static_assert(!PROMOTE || !OVERLAP, "the overlapped epilogue is written for the fast-accumulation k loop");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
 
 // Tile t of the schedule -> the cluster tile's first row and the tile's first column of C.
@@ -170,6 +173,9 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         const int c = wg - 1, warp = t / 32, lane = t % 32;
         float acc[WGMMA_N / 2];
         float part[2][WGMMA_N / 2];  // PROMOTE: two k tiles' partial sums, one being filled while the other is added
+        constexpr int LATE_CHUNKS = OVERLAP < BN / C_CHUNK ? OVERLAP : BN / C_CHUNK;  // all of them at most
+        constexpr int LATE = LATE_CHUNKS * C_CHUNK / 2;  // accumulators of the chunks stored late
+        unsigned packed[OVERLAP ? LATE / 2 : 1];     // ... as bf16 pairs, so that acc is free for the next tile
         int it = 0;
         // Free slot s for its next lap in every CTA of the cluster: the partner multicasts into ours too.
         auto release = [&](int s) {
@@ -200,6 +206,18 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             }
             ++it;
         };
+        // k step kt of a tile: wait for its slot, issue its wgmmas into acc, commit them as one group.
+        auto issue = [&](int kt) {
+            const int s = it % STAGES;
+            mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
+            const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 32; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
+                wgmma_m64nNk32_e4m3<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
+            wgmma_commit_group();
+        };
+        if (OVERLAP && first_tile < tiles) issue(0), ++it;  // OVERLAP: each tile's first k step goes out early
         unsigned done = 0;  // tiles this consumer has finished: where its next chunk's buffer is
         for (int tile = first_tile; tile < tiles; tile += tile_step, ++done) {
             int row0, col0;
@@ -212,15 +230,9 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                     for (int q = 0; q < 2 * PROMOTE; ++q)
                         if (kt + q < k_tiles) promoted_k_tile(part[q / PROMOTE], part[1 - q / PROMOTE], kt + q);
             }
-            for (int kt = 0; !PROMOTE && kt < k_tiles; ++kt, ++it) {  // PROMOTE ran its own loop above
-                const int s = it % STAGES;
-                mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
-                const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
-                wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 32; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
-                    wgmma_m64nNk32_e4m3<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
-                wgmma_commit_group();
+            // PROMOTE ran its own loop above; OVERLAP issued k step 0 already
+            for (int kt = OVERLAP > 0; !PROMOTE && kt < k_tiles; ++kt, ++it) {
+                issue(kt);
                 wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
                 if (kt > 0) release((it - 1) % STAGES);
             }
@@ -236,14 +248,25 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             const int row = row0 + rank * BM + c * 64;
 #pragma unroll
             for (int q = 0; q < BN / C_CHUNK; ++q) {
+                if (OVERLAP && q == BN / C_CHUNK - LATE_CHUNKS) {
+                    // Round the late chunks into bf16 pairs, so acc is free, and start the next tile's first k
+                    // step: its wgmmas run on the tensor pipe while those chunks go out.
+#pragma unroll
+                    for (int p = 0; p < LATE / 2; ++p)
+                        packed[p] = pack_bf16x2(acc[WGMMA_N / 2 - LATE + 2 * p], acc[WGMMA_N / 2 - LATE + 2 * p + 1]);
+                    if (tile + tile_step < tiles) issue(0), ++it;
+                }
                 // Chunks take the buffers in turn across tiles, not from buffer 0 in each: with 3 chunks a tile (128 x
-                    // 192) a tile's first chunk would reuse its predecessor's last buffer one store early.
-                    const unsigned b = (done * (BN / C_CHUNK) + q) % C_BUFFERS;
-                    unsigned char* buf = cstage + (c * C_BUFFERS + b) * C_BUFFER_BYTES;  // [64, C_CHUNK]
+                // 192) a tile's first chunk would reuse its predecessor's last buffer one store early.
+                const unsigned b = (done * (BN / C_CHUNK) + q) % C_BUFFERS;
+                unsigned char* buf = cstage + (c * C_BUFFERS + b) * C_BUFFER_BYTES;  // [64, C_CHUNK]
                 // Reuse rule: the TMA store that read this buffer C_BUFFERS chunks ago must be done reading it.
                 if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
                 bar_sync(1 + c, 128);
-                stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
+                if (OVERLAP && q >= BN / C_CHUNK - LATE_CHUNKS)  // the late chunks from the pairs rounded above
+                    stmatrix_packed<C_CHUNK>(buf, packed, q * C_CHUNK / 2 - (WGMMA_N / 2 - LATE), warp, lane);
+                else
+                    stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
                 fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine
                 bar_sync(1 + c, 128);           // ... and all 128 writers are done before the store starts
                 if (t == 0) {
@@ -251,6 +274,9 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                     cp_async_bulk_commit_group();
                 }
             }
+        }
+        if constexpr (OVERLAP) {
+            wgmma_wait_group<0>();  // for the compiler: no tile is left, so nothing is in flight
         }
         if (t == 0) cp_async_bulk_wait_group<0>();  // shared memory must outlive the stores
     }

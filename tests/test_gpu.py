@@ -4,6 +4,7 @@ import pytest
 
 from helpers import RUNGS, ShapeError, check, rung
 from helpers.launch import validate
+from helpers.registry import MAIN
 
 from conftest import refusal
 
@@ -200,12 +201,13 @@ def test_wrong_expect_tx_ends_in_a_timeout_with_a_message():
     assert "expect_tx" in out.stdout
 
 
-# Launches that overlap (10_pdl: PDL = 1, launched with programmatic stream serialization, helpers.pdl): eight
-# launches queued back to back behind a spin kernel, so that the host has queued them all before the first starts;
-# each launch's A is the C the launch before wrote (N = K; B scaled by 1/sqrt(K) so values stay near 1), each C its
-# own buffer poisoned with NaN. A launch that read its A before its predecessor had written all of it is wrong.
-# Clusters of one on 128 x 128 tiles, a ragged M, a ragged N.
-@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (127, 4096, 4096), (300, 200, 200)],
+# Launches that overlap (10_pdl on: PDL = 1, launched with programmatic stream serialization, helpers.pdl): eight
+# launches of the last BF16 rung queued back to back behind a spin kernel, so that the host has queued them all before
+# the first starts; each launch's A is the C the launch before wrote (N = K; B scaled by 1/sqrt(K) so values stay near
+# 1), each C its own buffer poisoned with NaN. A launch that read its A before its predecessor had written all of it
+# is wrong. Clusters of one on 128 x 128 tiles (10_pdl's build), a ragged M, a ragged N, and pairs whose CTAs take a
+# second tile, so that the epilogue runs under the next tile's first k step (OVERLAP = 2) at every launch's end.
+@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (127, 4096, 4096), (300, 200, 200), (2304, 2048, 2048)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_pdl_launches_back_to_back_read_what_the_one_before_wrote(shape):
     import cupy as cp
@@ -213,8 +215,10 @@ def test_pdl_launches_back_to_back_read_what_the_one_before_wrote(shape):
     from helpers.formats import to_bf16, upcast
     from helpers.kernel import kernel
     from helpers.launch import prepare
-    lau, (m, n, k), length = prepare("10_pdl", *shape), shape, 8
-    assert lau.programmatic, "10_pdl is not launched with programmatic stream serialization"
+    lau, (m, n, k), length = prepare(MAIN[-2], *shape), shape, 8
+    assert lau.programmatic, f"{MAIN[-2]} is not launched with programmatic stream serialization"
+    late = shape == (2304, 2048, 2048)  # the one shape here where a CTA takes a second tile
+    assert lau.kernel.consts["OVERLAP"] == (2 if late else 0), "not the build the tile policy picks"
     a0 = lau.inputs()[0]
     bs = [to_bf16(upcast(lau.inputs()[1]) / np.float32(k**0.5)) for _ in range(length)]
     cs = [lau.output() for _ in range(length)]

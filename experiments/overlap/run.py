@@ -7,6 +7,9 @@ an experiment outside the book's run; its output goes to experiments/overlap/rec
                                                        the same rounds
     python3 -m experiments.overlap.run profile         Nsight Compute on rung 10 and the "all late" build at N = 4096
                                                        and 8192
+    python3 -m experiments.overlap.run fp8 [small]     12_fp8 as it launches beside the same kernel with OVERLAP = 2
+                                                       (kernels/12_fp8.cu has the switch too): checked, then timed with
+                                                       cuBLAS in the same rounds (`small`: the checks only)
 
 Each build is rung 10 with the tile and cluster its tile policy picks for the shape (helpers.tiles.launch_config),
 plus OVERLAP = L: the tile's last L chunks of 64 columns are rounded to bf16 pairs, the next tile's first k step is
@@ -78,6 +81,37 @@ def profiles(sizes=(4096, 8192)) -> dict:
     return out
 
 
+FP8 = rung("12_fp8")
+FP8_SHAPES = ((2048,) * 3, (3072,) * 3, (4096,) * 3, (8192,) * 3, (8192, 8192, 1024), (4080, 4112, 4112))
+FP8_CHECKS = ((256, 256, 128), (2304, 2048, 256), (4095, 4104, 208), (100, 35840, 128), (3072, 3072, 128),
+              (1536, 1536, 512), (4096, 4096, 512))
+
+
+def fp8_source(m: int, n: int, k: int, late: int) -> str:
+    """12_fp8's file with the overrides its tile policy picks for M x N x K, plus OVERLAP = late."""
+    picked = launch_config(FP8, m, n, k, kernel(FP8).resident_clusters(), require_live().sms)
+    return variant_source(FP8, {**picked, "OVERLAP": late})
+
+
+def fp8(small: bool = False) -> dict:
+    """Part fp8: the checks of 12_fp8 with OVERLAP = 2 at every check shape, then (unless `small`) each shape timed:
+    12_fp8 as it launches and the OVERLAP = 2 build (both with PDL's attribute) beside cuBLAS in the same rounds."""
+    checks = []
+    for shape in FP8_CHECKS[:4] if small else FP8_CHECKS:
+        got = check(FP8, *shape, source=fp8_source(*shape, 2))
+        print(f"12_fp8, OVERLAP = 2: {got}", flush=True)
+        checks.append({"shape": list(shape), "ok": bool(got.ok)})
+    out = {"check": checks, "time": []}
+    for m, n, k in () if small else FP8_SHAPES:
+        row = bench_launches({"12_fp8": prepare(FP8, m, n, k),
+                              "OVERLAP = 2": prepare(FP8, m, n, k, source=fp8_source(m, n, k, 2))})
+        print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})"
+                                           for x in ("12_fp8", "OVERLAP = 2"))
+              + f"  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)
+        out["time"].append(row)
+    return out
+
+
 def save(part: str, value) -> None:
     record_part(RECORD, part, value)
 
@@ -92,3 +126,9 @@ if __name__ == "__main__":
         save("time", [time_shape(*s) for s in SHAPES])
     if "profile" in what:
         save("profile", profiles())
+    if "fp8" in what:
+        part = fp8("small" in what)
+        if not all(x["ok"] for x in part["check"]):
+            sys.exit("12_fp8 with OVERLAP = 2 computed a wrong C")
+        if part["time"]:
+            save("fp8", part)
