@@ -24,7 +24,7 @@ and for a persistent kernel as many clusters as the driver says fit on the chip 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -188,8 +188,10 @@ def kernel(item: Rung | Probe | str, source: str | None = None) -> Kernel:
 
 def variant(r: Rung, overrides: dict) -> Kernel:
     """Rung r with constexpr overrides applied to its file (a tile choice, a tuning experiment, an instrumented
-    build); no overrides: the rung itself."""
-    return kernel(r, variant_source(r, overrides))
+    build); no overrides: the rung itself. An override of a constant the registry's config sets wins over the config
+    (10_overlap's OVERLAP = 0 where the tile policy finds no CTA with a second tile)."""
+    wins = {name: value for name, value in overrides.items() if r.config.get(name, value) != value}
+    return kernel(replace(r, config={**r.config, **wins}) if wins else r, variant_source(r, overrides))
 
 
 def needs_16_bytes(r: Rung) -> bool:

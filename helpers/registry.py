@@ -205,9 +205,9 @@ RUNGS: tuple[Rung, ...] = (
     Rung("10_idle_wait", "10_chip with the producer's idle warps waiting at the closing barrier", "gemm_chip",
          config={"IDLE_EXIT": 0}, **_chip("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4")),
     # Chapter 12: rung 10's kernel on e4m3 operands (its 128 x 256 tile; the same 48 KiB stage holds k = 128),
-    # launched as 10_pdl is.
+    # launched as 10_pdl is, with 10_overlap's epilogue under the next tile where CTAs take a second one.
     Rung("12_fp8", "e4m3 operands, wgmma k32, scales in the epilogue", "gemm_fp8", dtype="e4m3", out_dtype="bf16",
-         needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c", config={"PDL": 1},
+         needs_cc=(9, 0), b_layout="nk", grid="persistent", operands="tensor_maps_c", config={"PDL": 1, "OVERLAP": 2},
          divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"}, solo_clusters=True, ragged=True,
          sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
                    "QGMMA.64x256x32.F32.E4M3.E4M3", "UTMACCTL.PF", "ACQBULK", "PREEXIT"),

@@ -1,6 +1,7 @@
 // Rung 12_fp8: Hopper FP8. e4m3 A and B, FP32 accumulate, BF16 C, sm_90a.
-// Builds on: 10_pdl, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
-// stmatrix + TMA-store epilogue, 128 x 256 tiles, launches that overlap: PDL = 1). What changes:
+// Builds on: 10_overlap, as committed there (persistent, grouped order, 2x1 clusters with B multicast,
+// stmatrix + TMA-store epilogue, 128 x 256 tiles, launches that overlap: PDL = 1, the last two chunks of C stored
+// under the next tile's first k step: OVERLAP = 2). What changes:
 //   - A and Bt hold e4m3 (1 byte), so the 128-byte TMA box row and swizzle row carry BK = 128 values of k, and a
 //     stage moves the same 48 KiB as rung 10's while holding twice the k: twice the FLOP per byte loaded;
 //   - wgmma is m64n256k32 on e4m3 (FP8 is K-major only): four per stage, each 32 bytes deeper, as in rung 10;

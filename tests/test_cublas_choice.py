@@ -179,9 +179,9 @@ def test_the_crosscheck_refuses_a_launch_count_it_did_not_queue(monkeypatch):
 
 def test_the_crosscheck_defaults_to_all_six_rows():
     from tools import crosscheck
-    assert crosscheck.parse_args([]) == (["10_chip", "10_pdl", "12_fp8"], [4096, 8192])
+    assert crosscheck.parse_args([]) == (["10_chip", "10_pdl", "10_overlap", "12_fp8"], [4096, 8192])
     assert crosscheck.parse_args(["12_fp8", "4096"]) == (["12_fp8"], [4096])
-    assert crosscheck.parse_args(["8192"]) == (["10_chip", "10_pdl", "12_fp8"], [8192])
+    assert crosscheck.parse_args(["8192"]) == (["10_chip", "10_pdl", "10_overlap", "12_fp8"], [8192])
     gpu_sh = (ROOT / "ci" / "gpu.sh").read_text()
     assert "python3 -m tools.crosscheck ${CROSSCHECK_ARGS:-} 2>&1" in gpu_sh
 

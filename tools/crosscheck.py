@@ -25,7 +25,7 @@ from helpers import device, results, store
 from helpers.ncu import ncu_rows
 
 GAP = 0.03
-RUNGS = ("10_chip", "10_pdl", "12_fp8")
+RUNGS = ("10_chip", "10_pdl", "10_overlap", "12_fp8")
 SIZES = (4096, 8192)
 CACHE_CONTROL = "none"  # the harness does not flush between launches; ncu's default ("all") flushes before each
 TIME, CLOCK = "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second"
