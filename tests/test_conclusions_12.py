@@ -13,7 +13,7 @@ from helpers.registry import ROOT
 
 from conftest import prose, says
 
-FP8, BF16 = "12_fp8", "10_pdl"  # rung 12 and rung 10 as the path ends, both launched with PDL
+FP8, BF16 = "12_fp8", "10_overlap"  # rung 12 and rung 10 as the path ends, launched alike
 BAR = 3  # points: the cross-check's bar, as the chapter states it (tools/crosscheck.py's GAP)
 
 
@@ -239,7 +239,7 @@ def test_chapter_12_names_the_limit_the_profile_shows(cells):
     ids = [c["id"] for c in cells]
     i = ids.index("c12-profile-md")
     assert ids[i - 1] == "c12-profile" and "remove-input" in cells[i]["metadata"]["tags"]
-    assert 'fig_profile("12_fp8", "10_pdl", n=8192)' in "".join(cells[i - 1]["source"])
+    assert 'fig_profile("12_fp8", "10_overlap", n=8192)' in "".join(cells[i - 1]["source"])
     x, b = limit_of(FP8, 8192), limit_of(BF16, 8192)
     e = recorded_profile(FP8, 8192)
     assert x["roof"] == b["roof"] and x["pipe"] == b["pipe"] == "tensor"  # "the same roof"

@@ -617,7 +617,7 @@ def test_pdl_packs_each_argument_by_address_and_only_pdl_builds_launch_with_the_
     with pytest.raises(TypeError, match="cannot pass a int"):
         Packed((3,))
     # prepare() launches with programmatic stream serialization exactly the builds whose PDL constexpr is set
-    assert {r.id for r in RUNGS if facts(r).consts.get("PDL", 0) > 0} == {"10_pdl", "12_fp8"}
+    assert {r.id for r in RUNGS if facts(r).consts.get("PDL", 0) > 0} == {"10_pdl", "10_overlap", "12_fp8"}
 
 
 def test_launch_timeline_hides_placement_and_prologue_and_never_loads_early():

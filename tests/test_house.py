@@ -329,13 +329,14 @@ def test_pick_tile_breaks_a_tie_for_the_first_candidate():
 
 def _persistent_builds():
     """(rung, overrides) of every build a persistent or tile-list launch may use: the rung's own, each tile choice,
-    and each of those as clusters of one where the rung has solo_clusters."""
+    and each of those as clusters of one where the rung has solo_clusters (with its epilogue stored first: OVERLAP
+    = 0, where the rung's build stores some of it under the next tile)."""
     for r in RUNGS:
         if r.grid in ("persistent", "tile_list"):
             for overrides in ({}, *(o for o, _ in r.tile_choices)):
                 yield r, overrides
                 if r.solo_clusters:
-                    yield r, {**overrides, "CLUSTER": 1}
+                    yield r, {**overrides, "CLUSTER": 1, **({"OVERLAP": 0} if r.config.get("OVERLAP") else {})}
 
 
 @pytest.mark.parametrize("r, overrides", list(_persistent_builds()), ids=lambda x: getattr(x, "id", str(x)))
@@ -645,8 +646,9 @@ def test_a_tile_list_is_one_block_per_tile_on_a_1d_grid_and_needs_no_gpu():
 def test_clusters_of_one_where_no_cta_takes_a_second_tile(n, tile, sms, alone):
     from helpers.tiles import solo
     assert solo(n, n, *tile, sms) is alone
-    assert rung(FINAL).solo_clusters and rung("10_pdl").solo_clusters and rung("12_fp8").solo_clusters
-    assert not any(r.solo_clusters for r in RUNGS if r.id not in (FINAL, "10_pdl", "12_fp8"))
+    launched = (FINAL, "10_pdl", "10_overlap", "12_fp8")
+    assert all(rung(x).solo_clusters for x in launched)
+    assert not any(r.solo_clusters for r in RUNGS if r.id not in launched)
 
 
 def test_resolve_switches_keeps_the_branch_the_compiler_keeps():
@@ -680,7 +682,7 @@ def test_ragged_rungs_refuse_only_rows_that_tma_cannot_step_in_one_sentence():
     launch, naming the dimension, its value, the multiple and the padded size. The other rungs keep their tiles' rule."""
     from helpers import ShapeError
     from helpers.launch import takes, validate
-    assert [r.id for r in RUNGS if r.ragged] == ["10_chip", "10_pdl", "12_fp8", "12_fp8_promoted"]
+    assert [r.id for r in RUNGS if r.ragged] == ["10_chip", "10_pdl", "10_overlap", "12_fp8", "12_fp8_promoted"]
     for shape in ((1, 8, 8), (127, 4096, 4096), (4095, 4104, 4104), (255, 264, 208)):
         assert takes(rung("10_chip"), *shape), shape
     assert takes(rung("12_fp8"), 4095, 4104, 4112) and not takes(rung("12_fp8"), 4095, 4104, 4104)

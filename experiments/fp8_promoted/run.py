@@ -29,7 +29,7 @@ from helpers.registry import rung  # noqa: E402
 from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
-from .build import EVERY_256, EVERY_256_CONFIG, NARROW, every_256, source  # noqa: E402
+from .build import EVERY_256, EVERY_256_CONFIG, EVERY_256_RUNG, NARROW, every_256, source  # noqa: E402
 
 RECORD = Path(__file__).with_name("record.json")
 BUILDS = ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", EVERY_256)
@@ -41,13 +41,13 @@ def launches(m: int, n: int, k: int) -> dict:
     return {"12_fp8": prepare("12_fp8", m, n, k),  # first: its inputs and cuBLASLt's serve every build
             "12_fp8, 128 x 128": prepare("12_fp8", m, n, k, source=source(NARROW)),
             "12_fp8_promoted": prepare("12_fp8_promoted", m, n, k),
-            EVERY_256: prepare("12_fp8", m, n, k, source=every_256())}
+            EVERY_256: prepare(EVERY_256_RUNG, m, n, k, source=every_256())}
 
 
 def run_checks() -> bool:
     ok = True
     for shape in CHECKS:
-        got = check("12_fp8", *shape, source=every_256())
+        got = check(EVERY_256_RUNG, *shape, source=every_256())
         print(f"{EVERY_256}: {got}", flush=True)
         ok &= bool(got.ok)
     return ok
@@ -63,7 +63,7 @@ def time_shape(m: int, n: int, k: int) -> dict:
 
 def probes() -> dict:
     got = {x: probe_accumulator(x) for x in ("12_fp8", "12_fp8_promoted", "10_chip")}
-    return {**got, EVERY_256: probe_accumulator("12_fp8", every_256())}
+    return {**got, EVERY_256: probe_accumulator(EVERY_256_RUNG, every_256())}
 
 
 def profiles(n: int = 8192) -> dict:
