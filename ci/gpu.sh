@@ -57,7 +57,7 @@ for step in $steps; do
                   python3 -m tools.multicast_probe 2>&1 | tail -5 | tee -a "$LOGS/sanitize.log" || status=1
               done ;;
     ceilings) python3 -m tools.ceilings 2>&1 | tee "$LOGS/ceilings.log" || status=1 ;;
-    # All six rows (10_chip, 10_pdl and 12_fp8 at 4096 and 8192) in one call, each recorded even when another
+    # All eight rows (10_chip, 10_pdl, 10_overlap and 12_fp8 at 4096 and 8192) in one call, each recorded even when another
     # fails; ncu with --cache-control none (the harness never flushes).
     # shellcheck disable=SC2086 - CROSSCHECK_ARGS: rungs and sizes (default: the final rungs at 4096 and 8192)
     crosscheck) python3 -m tools.crosscheck ${CROSSCHECK_ARGS:-} 2>&1 | tee "$LOGS/crosscheck.log" || status=1 ;;

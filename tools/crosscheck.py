@@ -1,4 +1,4 @@
-"""The harness proves itself against Nsight Compute. For the final rungs (10_chip, 10_pdl, 12_fp8) and the strongest
+"""The harness proves itself against Nsight Compute. For the final rungs (10_chip, 10_pdl, 10_overlap, 12_fp8) and the strongest
 cuBLAS at N=4096 and 8192, the ratio helpers.timing reports (GPU time, interleaved rounds) must match the ratio of
 Nsight Compute's gpu__time_duration for the same two contenders within 3 points. Both are taken in one process
 under ncu, so both time the same cuBLASLt algorithm (the fastest candidate of the harness's own rounds): the
