@@ -245,7 +245,7 @@ def test_chapter_11_summary_holds(data):
 
 
 def test_chapter_11_budget_places_the_final_rungs_time(data):
-    """'Where the final rung's time goes' (10_pdl): the clock is the largest line after the math from 2048 to 12288 and
+    """'Where the final rung's time goes' (10_overlap): the clock is the largest line after the math from 2048 to 12288 and
     the contender's time is above the clock-bound math at every size; at 1024, the furthest behind, the tail is more
     than the whole gap (with launches that overlap the gap there is about a microsecond); where the rung is level the
     estimates over-explain its time (the smem_port probe prices the fills above the in-kernel trace) by more than the
@@ -274,11 +274,15 @@ def test_chapter_11_budget_places_the_final_rungs_time(data):
                           f"{'smaller' if under else 'larger'}"), n
     over = sorted(n for n, v in b.items() if v["left"] < 0)
     level = [n for n in over if pts[n] <= 3]
-    assert level == [4096, 6144, 8192], f"the estimates no longer over-explain where the rung is level: {over}"
+    within = sorted(n for n in b if pts[n] <= 3 and n != max(b))  # level (or ahead), 16384 apart
+    assert {4096, 6144, 8192} <= set(level) == set(within), \
+        f"the estimates no longer over-explain wherever the rung is level: {over}, level at {within}"
     pipe = pingpong.phases("cooperative")["pipe"]
     assert all(b[n]["gap"] < b[n]["fills"] - (b[n]["math"] + b[n]["clock"]) * (1 / pipe - 1) for n in level), \
         "where the rung is level, the gap is no longer smaller than the two prices of the fills disagree"
-    assert b[16384]["left"] > 0.05 * b[16384]["us"], "at 16384 the left line is no longer large"
+    share = {n: v["left"] / v["us"] for n, v in b.items()}
+    assert share[16384] > 0.03 and all(share[16384] > share[n] for n in SIZES if 1024 < n < 16384), \
+        f"at 16384 the left line is no longer large, and the largest from 2048 up: {share}"
     fall = b[12288]["us"] / b[16384]["us"] * (16384 / 12288) ** 3
     cfall = b[12288]["cublas_us"] / b[16384]["cublas_us"] * (16384 / 12288) ** 3
     assert fall < 0.95 and abs(fall - cfall) < 0.02, \
