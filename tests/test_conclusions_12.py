@@ -131,7 +131,9 @@ def test_chapter_12_crosscheck_passes_with_the_4096_gap_in_rung_12s_time(data):
 
 def test_chapter_12_ceiling_and_power(data):
     """FP8 doubles the BF16 probe under the power cap; rung 12 is further from its roof than rung 10, most at 4096;
-    back to back at 8192 both run into the 700 W cap, rung 12 stays behind cuBLASLt doing fewer FLOP per clock, the
+    back to back at 8192 both run into the 700 W cap and rung 12 is level with cuBLASLt within a point, doing about as
+    many FLOP per clock (behind it before rung 12 stored part of its epilogue under the next tile; a little ahead since,
+    in four rounds: the paragraph renders which), the
     cap takes from rung 12 at least about as much as from cuBLASLt (the paragraph picks between "more", "about as
     much" and "more from cuBLASLt" at one point: on the H100 rung 12 falls 1.4 points below its bursts at the higher
     clock, 1,425 against 1,380 MHz; on the H200 it sits 0.2 points above them, both at 1,410 MHz), and an FP8 FLOP
@@ -143,9 +145,9 @@ def test_chapter_12_ceiling_and_power(data):
     s8 = data["sustained"][f"{FP8}@8192"]
     assert all(w > 0.98 * 700 for w in (s8["power_w"], s8["cublas_power_w"])), "the FP8 kernels no longer hit the cap"
     assert s8["burst_ratio"] - s8["ratio"] > -0.01, "the cap now takes more from cuBLASLt than from rung 12"
-    assert s8["tflops"] < s8["cublas_tflops"], "rung 12 no longer stays behind cuBLASLt back to back"
-    assert s8["tflops"] / s8["sm_clock_mhz"] < s8["cublas_tflops"] / s8["cublas_sm_clock_mhz"], \
-        "rung 12 no longer does fewer FLOP per clock than cuBLASLt under the cap"
+    assert abs(s8["ratio"] - 1) < 0.01, "rung 12 is no longer level with cuBLASLt back to back, within a point"
+    per_clock = s8["tflops"] / s8["sm_clock_mhz"] / (s8["cublas_tflops"] / s8["cublas_sm_clock_mhz"])
+    assert abs(per_clock - 1) < 0.02, "rung 12 and cuBLASLt no longer do about as many FLOP per clock under the cap"
     pw, pj = s8["power_w"] / s8["cublas_power_w"], s8["pj_per_flop"] / s8["cublas_pj_per_flop"]
     assert abs(pw / pj - s8["ratio"]) < 1e-6  # FLOP/s = watts / (J per FLOP)
     bf = data["sustained"][f"{BF16}@8192"]
