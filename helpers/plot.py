@@ -218,17 +218,19 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
         ax.axhline(value, color=colour, ls=style, lw=1.4, label=f"{label.replace(' (power-limited)', '')} (probe), "
                    f"{value:.0f} TFLOP/s")
     lines = len(sizes)
-    # where a group is narrower than its label ("100%" at 8 pt, about 18 pt wide; the axes take some 85% of the
-    # figure's width), every other rung's labels go a block higher, so neighbours never share a line
-    stagger = 2 if ax.figure.get_size_inches()[0] * 72 * 0.85 / len(names) < 18 else 1
+    # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
+    pct = lambda r: f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}"  # noqa: E731
+    # where a group is narrower than its widest label (at 8 pt "100%" is about 18 pt wide, "99.8%" about 22; the
+    # axes take some 85% of the figure's width), every other rung's labels go a block higher, so neighbours never
+    # share a line
+    widest = max(len(pct(r)) for r in rows)
+    stagger = 2 if ax.figure.get_size_inches()[0] * 72 * 0.85 / len(names) < 4.5 * widest + 2 else 1
     for i, name in enumerate(names):  # the ratios of a rung, level, stacked over its group: first size lowest
         mine = sorted((r for r in rows if r.rung == name), key=lambda r: r.n)
         base = max(max(r.tflops, r.cublas_tflops) for r in mine)
         lift = 14 * lines * (i % stagger)
         for k, r in enumerate(mine):
-            # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
-            pct = f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}"
-            ax.annotate(pct, (i, base), textcoords="offset points", xytext=(0, 4 + 10 * k + lift), ha="center",
+            ax.annotate(pct(r), (i, base), textcoords="offset points", xytext=(0, 4 + 10 * k + lift), ha="center",
                         va="bottom", fontsize=8, color=_darker(colours[r.n]) if lines > 1 else "black")
     ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(names) - 0.4)

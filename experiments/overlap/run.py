@@ -7,6 +7,9 @@ an experiment outside the book's run; its output goes to experiments/overlap/rec
                                                        the same rounds
     python3 -m experiments.overlap.run profile         Nsight Compute on rung 10 and the "all late" build at N = 4096
                                                        and 8192
+    python3 -m experiments.overlap.run steps [small]   10_overlap as it launches beside builds that issue the next
+                                                       tile's first two k steps early (build.py's patch), with two
+                                                       and all chunks late: checked, then timed (`small`: checks only)
     python3 -m experiments.overlap.run fp8 [small]     12_fp8 as it launches beside the same kernel with OVERLAP = 2
                                                        (kernels/12_fp8.cu has the switch too): checked, then timed with
                                                        cuBLAS in the same rounds (`small`: the checks only)
@@ -112,6 +115,41 @@ def fp8(small: bool = False) -> dict:
     return out
 
 
+STEP_BUILDS = {"2 late, 2 steps": (2, 2), "all late, 1 step": (4, 1), "all late, 2 steps": (4, 2)}
+STEP_SHAPES = ((3072,) * 3, (4096,) * 3, (8192,) * 3, (8192, 8192, 1024))
+
+
+def steps_source(m: int, n: int, k: int, late: int, steps: int) -> str:
+    """Rung 10's file with the tile and clusters 10_overlap's policy picks for M x N x K, PDL = 1, OVERLAP = late
+    (0 where no CTA takes a second tile, as the policy builds it), and `steps` k steps issued early."""
+    from .build import source
+    r = rung("10_overlap")
+    picked = launch_config(r, m, n, k, kernel(r).resident_clusters(), require_live().sms)
+    return source({**picked, "PDL": 1, "OVERLAP": late if picked.get("OVERLAP", 1) else 0}, steps)
+
+
+def steps(small: bool = False) -> dict:
+    """Part steps: each build checked at the check shapes (one and two k steps, ragged edges, CTAs with a second
+    tile), then (unless `small`) timed beside 10_overlap as it launches and cuBLAS in the same rounds."""
+    from .build import BASE
+    checks = []
+    for name, (late, n_steps) in STEP_BUILDS.items():
+        for shape in CHECKS[:4] if small else CHECKS:
+            got = check(BASE, *shape, source=steps_source(*shape, late, n_steps))
+            print(f"{name}: {got}", flush=True)
+            checks.append({"build": name, "shape": list(shape), "ok": bool(got.ok)})
+    out = {"check": checks, "time": []}
+    for m, n, k in () if small else STEP_SHAPES:
+        launches = {"10_overlap": prepare("10_overlap", m, n, k)}
+        launches.update({name: prepare(BASE, m, n, k, source=steps_source(m, n, k, *b))
+                         for name, b in STEP_BUILDS.items()})
+        row = bench_launches(launches)
+        print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})" for x in launches)
+              + f"  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)
+        out["time"].append(row)
+    return out
+
+
 def save(part: str, value) -> None:
     record_part(RECORD, part, value)
 
@@ -126,6 +164,12 @@ if __name__ == "__main__":
         save("time", [time_shape(*s) for s in SHAPES])
     if "profile" in what:
         save("profile", profiles())
+    if "steps" in what:
+        part = steps("small" in what)
+        if not all(x["ok"] for x in part["check"]):
+            sys.exit("a two-step build computed a wrong C")
+        if part["time"]:
+            save("steps", part)
     if "fp8" in what:
         part = fp8("small" in what)
         if not all(x["ok"] for x in part["check"]):
