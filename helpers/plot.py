@@ -218,24 +218,19 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
         ax.axhline(value, color=colour, ls=style, lw=1.4, label=f"{label.replace(' (power-limited)', '')} (probe), "
                    f"{value:.0f} TFLOP/s")
     lines = len(sizes)
-    # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
-    pct = lambda r: f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}"  # noqa: E731
-    # where a group is narrower than its widest label (at 8 pt "100%" is about 18 pt wide, "99.8%" about 22; the
-    # axes take some 85% of the figure's width), every other rung's labels go a block higher, so neighbours never
-    # share a line
-    widest = max(len(pct(r)) for r in rows)
-    stagger = 2 if ax.figure.get_size_inches()[0] * 72 * 0.85 / len(names) < 4.5 * widest + 2 else 1
+    annots = []
     for i, name in enumerate(names):  # the ratios of a rung, level, stacked over its group: first size lowest
         mine = sorted((r for r in rows if r.rung == name), key=lambda r: r.n)
         base = max(max(r.tflops, r.cublas_tflops) for r in mine)
-        lift = 14 * lines * (i % stagger)
-        for k, r in enumerate(mine):
-            ax.annotate(pct(r), (i, base), textcoords="offset points", xytext=(0, 4 + 10 * k + lift), ha="center",
-                        va="bottom", fontsize=8, color=_darker(colours[r.n]) if lines > 1 else "black")
+        # a ratio just under 1 keeps a decimal: "100%" would claim parity that was not measured
+        annots.append([ax.annotate(f"{r.ratio:.1%}" if 0.995 <= r.ratio < 1 else f"{r.ratio:.0%}", (i, base),
+                                   textcoords="offset points", xytext=(0, 4 + 10 * k), ha="center", va="bottom",
+                                   fontsize=8, color=_darker(colours[r.n]) if lines > 1 else "black")
+                       for k, r in enumerate(mine)])
     ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(names) - 0.4)
     # room above the tallest group for its ratios (about 12 pt a line on an axis some 300 pt tall) and the peaks
-    ax.set_ylim(0, max([top * (1.06 + 0.045 * lines + 0.065 * lines * (stagger - 1))] + [v * 1.05 for _, v in shown]))
+    ax.set_ylim(0, max([top * (1.06 + 0.045 * lines)] + [v * 1.05 for _, v in shown]))
     off = [f"{PEAKS[cid][0]} {v:.0f}" for cid, v in peaks if (cid, v) not in shown]
     if off:
         ax.text(0.01, 0.99, "above this axis: " + "; ".join(off), transform=ax.transAxes, ha="left", va="top",
@@ -250,7 +245,22 @@ def climb(rows, ceilings: dict | None = None, ax=None, title: str = "The climb")
         [i for i in range(len(labels)) if i not in first]
     _legend_below(ax, handles=[handles[i] for i in order], labels=[labels[i] for i in order],
                   handlelength=3.5)  # long enough for the cuBLAS tick, which is as wide as a bar
+    _stagger(ax, annots, top * (1.06 + 0.045 * lines + 0.065 * lines), 14 * lines)
     return ax
+
+
+def _stagger(ax, groups: list, room: float, block: float) -> None:
+    """Where two neighbouring groups' labels print over each other once the figure is laid out (narrow groups, wide
+    labels such as "99.8%"), every other group's go `block` points higher, and the axis rises to `room` to hold them."""
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = [[a.get_window_extent(renderer) for a in group] for group in groups]
+    if not any(a.overlaps(b) for left, right in zip(boxes, boxes[1:]) for a in left for b in right):
+        return
+    for group in groups[1::2]:
+        for a in group:
+            a.xyann = (a.xyann[0], a.xyann[1] + block)
+    ax.set_ylim(0, max(ax.get_ylim()[1], room))
+    ax.figure.draw_without_rendering()
 
 
 def _darker(colour) -> tuple:

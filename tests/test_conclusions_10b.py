@@ -345,6 +345,18 @@ def test_step_7_rises_where_ctas_take_a_second_tile_under_the_napkin_and_is_step
     assert says(text, "each of those gains is under its ceiling") and says(text, "The gain is largest where K is short")
 
 
+def test_two_early_k_steps_lose_and_every_build_is_correct():
+    """experiments/overlap part steps: issuing the next tile's first two k steps early loses to 10_overlap at every
+    shape timed, with two chunks late and with all of them; every build computed the right C at every check shape."""
+    from experiments import overlap
+    part = overlap.record()["steps"]
+    assert all(x["ok"] for x in part["check"]) and len(part["check"]) >= 21
+    for row in part["time"]:
+        for build in ("2 late, 2 steps", "all late, 2 steps"):
+            assert row[build]["tflops"] < row["10_overlap"]["tflops"], f"{build} no longer loses at {row['shape']}"
+    assert says(_rendered("c10-overlap-steps"), "Every two-step build loses, at every shape")
+
+
 def _row_mnk(data, rung, m, n, k):
     from helpers.ladder import Row
     return Row.from_entry(data["gemm"][results.gemm_key(rung, m, n, k)], "recorded")

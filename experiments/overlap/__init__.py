@@ -49,3 +49,17 @@ def fp8_table(rec: dict | None = None) -> None:
         print(f"{'x'.join(map(str, row['shape'])):<18}"
               + "".join(f"{row[x]['tflops']:>11.1f} ({row[x]['ratio']:.3f})" for x in names)
               + f"{row['cublas_best']['tflops']:>10.1f}")
+
+
+def steps_table(rec: dict | None = None) -> None:
+    """Print part steps: per shape, TFLOP/s of 10_overlap as it launches and of the builds that issue the next tile's
+    first two k steps early or store all chunks late, each with its ratio to the fastest cuBLAS of the same rounds."""
+    rec = rec or record()
+    env = rec["env"]["steps"]
+    names = [x for x in rec["steps"]["time"][0] if x not in ("shape", "cublas", "note", "cublas_groups", "cublas_best")]
+    print(f"experiments/overlap part steps, {env['name']}, {env['date']}, outside the book's run; TFLOP/s (/ cuBLAS)")
+    print(f"{'M x N x K':<18}" + "".join(f"{x:>20}" for x in names) + f"{'cuBLAS':>8}")
+    for row in rec["steps"]["time"]:
+        print(f"{'x'.join(map(str, row['shape'])):<18}"
+              + "".join(f"{row[x]['tflops']:>12.1f} ({row[x]['ratio']:.3f})" for x in names)
+              + f"{row['cublas_best']['tflops']:>8.1f}")
