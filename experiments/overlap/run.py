@@ -10,9 +10,9 @@ an experiment outside the book's run; its output goes to experiments/overlap/rec
     python3 -m experiments.overlap.run steps [small]   10_overlap as it launches beside builds that issue the next
                                                        tile's first two k steps early (build.py's patch), with two
                                                        and all chunks late: checked, then timed (`small`: checks only)
-    python3 -m experiments.overlap.run fp8 [small]     12_fp8 as it launches beside the same kernel with OVERLAP = 2
-                                                       (kernels/12_fp8.cu has the switch too): checked, then timed with
-                                                       cuBLAS in the same rounds (`small`: the checks only)
+    python3 -m experiments.overlap.run fp8 [small]     12_fp8 with OVERLAP = 0 and 2 (kernels/12_fp8.cu has the
+                                                       switch too), each shape as rung 12's policy builds it: checked,
+                                                       then timed with cuBLAS in the same rounds (`small`: checks only)
 
 Each build is rung 10 with the tile and cluster its tile policy picks for the shape (helpers.tiles.launch_config),
 plus OVERLAP = L: the tile's last L chunks of 64 columns are rounded to bf16 pairs, the next tile's first k step is
@@ -20,6 +20,7 @@ issued, and those chunks go out while its wgmmas run. L = 0 is the rung as commi
 """
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/overlap_scratch.json")  # nothing here belongs to the book's run
@@ -96,20 +97,26 @@ def fp8_source(m: int, n: int, k: int, late: int) -> str:
     return variant_source(FP8, {**picked, "OVERLAP": late})
 
 
+def fp8_rung(late: int):
+    """12_fp8 whose config sets OVERLAP = late: a registry rung's config wins over a source's (helpers.kernel)."""
+    return replace(FP8, config={**FP8.config, "OVERLAP": late})
+
+
 def fp8(small: bool = False) -> dict:
     """Part fp8: the checks of 12_fp8 with OVERLAP = 2 at every check shape, then (unless `small`) each shape timed:
-    12_fp8 as it launches and the OVERLAP = 2 build (both with PDL's attribute) beside cuBLAS in the same rounds."""
+    the kernel with OVERLAP = 0 and with OVERLAP = 2 at every shape, with the tile and clusters rung 12's policy picks
+    and PDL's attribute, beside cuBLAS in the same rounds."""
     checks = []
     for shape in FP8_CHECKS[:4] if small else FP8_CHECKS:
-        got = check(FP8, *shape, source=fp8_source(*shape, 2))
+        got = check(fp8_rung(2), *shape, source=fp8_source(*shape, 2))
         print(f"12_fp8, OVERLAP = 2: {got}", flush=True)
         checks.append({"shape": list(shape), "ok": bool(got.ok)})
     out = {"check": checks, "time": []}
+    names = {f"OVERLAP = {late}": late for late in (0, 2)}
     for m, n, k in () if small else FP8_SHAPES:
-        row = bench_launches({"12_fp8": prepare(FP8, m, n, k),
-                              "OVERLAP = 2": prepare(FP8, m, n, k, source=fp8_source(m, n, k, 2))})
-        print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})"
-                                           for x in ("12_fp8", "OVERLAP = 2"))
+        row = bench_launches({name: prepare(fp8_rung(late), m, n, k, source=fp8_source(m, n, k, late))
+                              for name, late in names.items()})
+        print(f"{m}x{n}x{k}: " + "  ".join(f"{x} {row[x]['tflops']:.1f} ({row[x]['ratio']:.3f})" for x in names)
               + f"  cuBLAS {row['cublas_best']['tflops']:.1f}", flush=True)
         out["time"].append(row)
     return out
