@@ -39,26 +39,23 @@ def profiles(rec: dict | None = None) -> None:
 def fp8_table(rec: dict | None = None) -> None:
     """Print part fp8: per shape, TFLOP/s of 12_fp8 with OVERLAP = 0 (as it launched before it took the step) and
     with OVERLAP = 2, each with its ratio to the fastest cuBLASLt FP8 of the same rounds."""
-    rec = rec or record()
-    env = rec["env"]["fp8"]
-    names = ("OVERLAP = 0", "OVERLAP = 2")
-    print(f"experiments/overlap part fp8, {env['name']}, {env['date']}, outside the book's run; TFLOP/s (/ cuBLASLt)")
-    print(f"{'M x N x K':<18}" + "".join(f"{x:>19}" for x in names) + f"{'cuBLASLt':>10}")
-    for row in rec["fp8"]["time"]:
-        print(f"{'x'.join(map(str, row['shape'])):<18}"
-              + "".join(f"{row[x]['tflops']:>11.1f} ({row[x]['ratio']:.3f})" for x in names)
-              + f"{row['cublas_best']['tflops']:>10.1f}")
+    _part_table(rec or record(), "fp8", ("OVERLAP = 0", "OVERLAP = 2"), "cuBLASLt", 19)
 
 
 def steps_table(rec: dict | None = None) -> None:
     """Print part steps: per shape, TFLOP/s of 10_overlap as it launches and of the builds that issue the next tile's
     first two k steps early or store all chunks late, each with its ratio to the fastest cuBLAS of the same rounds."""
     rec = rec or record()
-    env = rec["env"]["steps"]
     names = [x for x in rec["steps"]["time"][0] if x not in ("shape", "cublas", "note", "cublas_groups", "cublas_best")]
-    print(f"experiments/overlap part steps, {env['name']}, {env['date']}, outside the book's run; TFLOP/s (/ cuBLAS)")
-    print(f"{'M x N x K':<18}" + "".join(f"{x:>20}" for x in names) + f"{'cuBLAS':>8}")
-    for row in rec["steps"]["time"]:
+    _part_table(rec, "steps", names, "cuBLAS", 20)
+
+
+def _part_table(rec: dict, part: str, names, reference: str, width: int) -> None:
+    env = rec["env"][part]
+    print(f"experiments/overlap part {part}, {env['name']}, {env['date']}, outside the book's run; TFLOP/s "
+          f"(/ {reference})")
+    print(f"{'M x N x K':<18}" + "".join(f"{x:>{width}}" for x in names) + f"{reference:>{len(reference) + 2}}")
+    for row in rec[part]["time"]:
         print(f"{'x'.join(map(str, row['shape'])):<18}"
-              + "".join(f"{row[x]['tflops']:>12.1f} ({row[x]['ratio']:.3f})" for x in names)
-              + f"{row['cublas_best']['tflops']:>8.1f}")
+              + "".join(f"{row[x]['tflops']:>{width - 8}.1f} ({row[x]['ratio']:.3f})" for x in names)
+              + f"{row['cublas_best']['tflops']:>{len(reference) + 2}.1f}")
