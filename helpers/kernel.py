@@ -186,12 +186,18 @@ def kernel(item: Rung | Probe | str, source: str | None = None) -> Kernel:
     return _KERNELS[key]
 
 
+def overriding(r: Rung, overrides: dict) -> Rung:
+    """Rung r, or r with the overrides that differ from its registry config folded into that config: the build
+    applies the config over any source, so an override of a constant the config sets must go there to win."""
+    wins = {name: value for name, value in overrides.items() if r.config.get(name, value) != value}
+    return replace(r, config={**r.config, **wins}) if wins else r
+
+
 def variant(r: Rung, overrides: dict) -> Kernel:
     """Rung r with constexpr overrides applied to its file (a tile choice, a tuning experiment, an instrumented
     build); no overrides: the rung itself. An override of a constant the registry's config sets wins over the config
     (10_overlap's OVERLAP = 0 where the tile policy finds no CTA with a second tile)."""
-    wins = {name: value for name, value in overrides.items() if r.config.get(name, value) != value}
-    return kernel(replace(r, config={**r.config, **wins}) if wins else r, variant_source(r, overrides))
+    return kernel(overriding(r, overrides), variant_source(r, overrides))
 
 
 def needs_16_bytes(r: Rung) -> bool:

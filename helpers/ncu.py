@@ -90,10 +90,13 @@ from helpers.formats import FP8, FP8_INPUT_SCALE
 from helpers.csource import apply_config
 from helpers.launch import prepare
 from helpers.csource import source
+from helpers.kernel import overriding
+from helpers.registry import rung
 rung_id, n, launches, slow_ms, nvtx_range, config = sys.argv[1:7]
 config = json.loads(config)  # constexpr overrides: a variant of the rung (an experiment), or {} for the rung;
 text = open(config.pop("source_file")).read() if "source_file" in config else source(rung_id)  # or another source
-lau = prepare(rung_id, int(n), source=apply_config(text, config) if config or text != source(rung_id) else None)
+lau = prepare(overriding(rung(rung_id), config), int(n),  # an override beats the registry's config, as in variant()
+              source=apply_config(text, config) if config or text != source(rung_id) else None)
 r = lau.rung
 a, b = lau.inputs()
 c = lau.output()

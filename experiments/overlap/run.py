@@ -20,7 +20,6 @@ issued, and those chunks go out while its wgmmas run. L = 0 is the rung as commi
 """
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/overlap_scratch.json")  # nothing here belongs to the book's run
@@ -28,7 +27,7 @@ os.environ.setdefault("GEMM_LADDER_RESULTS", "/tmp/overlap_scratch.json")  # not
 from helpers import check, device  # noqa: E402
 from helpers.facts import variant_source  # noqa: E402
 from helpers.gpu import require_live  # noqa: E402
-from helpers.kernel import kernel  # noqa: E402
+from helpers.kernel import kernel, overriding  # noqa: E402
 from helpers.launch import prepare  # noqa: E402
 from helpers.registry import rung  # noqa: E402
 from helpers.results import record_part  # noqa: E402
@@ -99,7 +98,7 @@ def fp8_source(m: int, n: int, k: int, late: int) -> str:
 
 def fp8_rung(late: int):
     """12_fp8 whose config sets OVERLAP = late: a registry rung's config wins over a source's (helpers.kernel)."""
-    return replace(FP8, config={**FP8.config, "OVERLAP": late})
+    return overriding(FP8, {"OVERLAP": late})
 
 
 def fp8(small: bool = False) -> dict:
