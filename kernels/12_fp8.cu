@@ -8,7 +8,7 @@
 //   - the per-tensor scales arrive as one float (scale_a * scale_b) applied to the fp32 accumulators in the
 //     epilogue, before the round to bf16.
 // The tensor core sums with about 14 bits (chapter 12's probe), as cuBLASLt's fast-accumulation mode does. PROMOTE = P
-// (12_fp8_promoted: P = 1 on a 128 x 128 tile) adds the partial sums into fp32 registers every P k tiles instead.
+// (12_fp8_promoted: P = 1, wgmmas 128 wide) adds the partial sums into fp32 registers every P k tiles instead.
 // New PTX: wgmma_m64n256k32_e4m3, wgmma_m64n128k32_e4m3.  Requires: sm_90a.
 //
 // C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map; the
@@ -35,7 +35,7 @@ constexpr int OVERLAP = 0;                   // the last chunks of C (up to BN /
 constexpr int PDL = 0;                       // 1: wait for the previous kernel after the prologue, let the next
                                              // one start, prefetch the tensor maps; 2: no wait (wrong: a control)
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, 64 rows of C each
-constexpr int WGMMA_N = 256;                 // n of one wgmma
+constexpr int WGMMA_N = 256;                 // n of one wgmma: BN, or (PROMOTE) a slice of the tile's width
 constexpr int BM = 64 * CONSUMERS;           // rows of C per CTA
 constexpr int BN = 256;                      // columns of C per CTA
 constexpr int BK = 128;                      // k per stage: 128 e4m3 = the 128-byte TMA box width
@@ -63,8 +63,10 @@ static_assert(STAGES >= 2 && SMEM_BYTES <= SMEM_BUDGET, "the budget must hold at
 static_assert(128 * PRODUCER_REGS + 128 * CONSUMERS * CONSUMER_REGS <= 65536 / THREADS / 8 * 8 * THREADS,
               "the split must fit the registers the CTA was given at launch");
 static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written for pairs");
-static_assert(BN % C_CHUNK == 0 && WGMMA_N == BN, "one wgmma spans the tile's width");
-static_assert(!PROMOTE || WGMMA_N <= 128, "a 64 x 256 slice's sums and two partial sums would need 384 registers");
+static_assert(BN % C_CHUNK == 0 && BN % WGMMA_N == 0, "whole wgmmas and whole chunks across the tile's width");
+static_assert(PROMOTE || WGMMA_N == BN, "without promotion one wgmma spans the tile's width");
+static_assert(PROMOTE <= 1 || WGMMA_N == BN, "a partial sum kept over several k tiles must span the tile's width");
+static_assert(!PROMOTE || BN / 2 + WGMMA_N / 2 <= 192, "fp32 totals and one partial buffer within the 232 registers");
 static_assert(!PROMOTE || !OVERLAP, "the overlapped epilogue is written for the fast-accumulation k loop");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
 
@@ -172,8 +174,8 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
     } else {  // consumer warpgroups
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1, warp = t / 32, lane = t % 32;
-        float acc[WGMMA_N / 2];
-        float part[2][WGMMA_N / 2];  // PROMOTE: two k tiles' partial sums, one being filled while the other is added
+        float acc[BN / 2];
+        float part[WGMMA_N / 2];     // PROMOTE: the partial sums of one slice, WGMMA_N of the tile's BN columns
         constexpr int LATE_CHUNKS = OVERLAP < BN / C_CHUNK ? OVERLAP : BN / C_CHUNK;  // all of them at most
         constexpr int LATE = LATE_CHUNKS * C_CHUNK / 2;  // accumulators of the chunks stored late
         unsigned packed[OVERLAP ? LATE / 2 : 1];     // ... as bf16 pairs, so that acc is free for the next tile
@@ -186,24 +188,41 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             else
                 mbarrier_arrive(smem_addr(&empty[s]));
         };
-        // PROMOTE's k tile: wgmmas sum its 128 k into `fill` (the tensor core keeps about 14 bits, chapter 12's
-        // probe); at the first k tile of each run of PROMOTE, the previous run's partial sums, `add`, go into acc
-        // in fp32. The adds run while this k tile's wgmmas do: waiting for them would idle the tensor core.
-        auto promoted_k_tile = [&](float (&fill)[WGMMA_N / 2], float (&add)[WGMMA_N / 2], int kt) {
+        unsigned freed = 0;  // PROMOTE: k tiles (over all tiles) whose slots this consumer has released
+        auto release_to = [&](unsigned n) {
+            for (; freed < n; ++freed) release(freed % STAGES);
+        };
+        // PROMOTE's k tile. The tile's BN columns go through the tensor core in slices of WGMMA_N: the wgmmas sum a
+        // slice's 128 k into `part` (the tensor core keeps about 14 bits, chapter 12's probe), and at the end of each
+        // run of PROMOTE k tiles the slice's partial sums are added into its fp32 totals in acc. One partial buffer:
+        // the totals of a 64 x 256 slice take 128 registers a thread and a 128-wide partial buffer 64, so a second
+        // buffer would make 256, past a consumer's 232. The adds wait for the slice's wgmmas, and this warpgroup's
+        // tensor work pauses; the other consumer's slice, queued on the same tensor cores, runs meanwhile.
+        auto promoted_k_tile = [&](int kt) {
             const int s = it % STAGES;
             mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
             const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
-            wgmma_fence();
+            constexpr int RUN = PROMOTE > 0 ? PROMOTE : 1;  // k tiles a partial sum spans (no % 0 where unused)
+            const bool add = kt % RUN == RUN - 1 || kt == k_tiles - 1;
 #pragma unroll
-            for (int kk = 0; kk < BK / 32; ++kk)
-                wgmma_m64nNk32_e4m3<WGMMA_N>(fill, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32),
-                                             kt % PROMOTE + kk > 0);
-            wgmma_commit_group();
-            wgmma_wait_group<1>();  // k tile kt-1's group is done: its slot is read (and `add` holds its sums)
-            if (kt > 0) release((it - 1) % STAGES);
-            if (kt > 0 && kt % PROMOTE == 0) {
+            for (int h = 0; h < BN / WGMMA_N; ++h) {
+                wgmma_fence();
 #pragma unroll
-                for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] += add[i];
+                for (int kk = 0; kk < BK / 32; ++kk)  // a slice starts WGMMA_N rows of Bt (128 B each) further on
+                    wgmma_m64nNk32_e4m3<WGMMA_N>(part, wgmma_desc(sA + kk * 32),
+                                                 wgmma_desc(sB + h * WGMMA_N * 128 + kk * 32), kt % RUN + kk > 0);
+                wgmma_commit_group();
+                if (add) {
+                    wgmma_wait_group<0>();
+#pragma unroll
+                    for (int i = 0; i < WGMMA_N / 2; ++i) acc[h * WGMMA_N / 2 + i] += part[i];
+                }
+            }
+            if (add) {
+                release_to(it + 1);  // every group is done: this slot and any before it are read
+            } else {
+                wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
+                release_to(it);
             }
             ++it;
         };
@@ -215,7 +234,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK / 32; ++kk)  // scale-d = 0 on the tile's first k step: no zeroing
-                wgmma_m64nNk32_e4m3<WGMMA_N>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
+                wgmma_m64nNk32_e4m3<BN>(acc, wgmma_desc(sA + kk * 32), wgmma_desc(sB + kk * 32), kt + kk > 0);
             wgmma_commit_group();
         };
         if (OVERLAP && first_tile < tiles) issue(0), ++it;  // OVERLAP: each tile's first k step goes out early
@@ -223,13 +242,10 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         for (int tile = first_tile; tile < tiles; tile += tile_step, ++done) {
             int row0, col0;
             tile_origin(tile, tiles_m, tiles_n, row0, col0);
-            if constexpr (PROMOTE) {  // two runs of k tiles a step, so each call names its buffers at compile time
+            if constexpr (PROMOTE) {
 #pragma unroll
-                for (int i = 0; i < WGMMA_N / 2; ++i) acc[i] = 0.0f;
-                for (int kt = 0; kt < k_tiles; kt += 2 * PROMOTE)
-#pragma unroll
-                    for (int q = 0; q < 2 * PROMOTE; ++q)
-                        if (kt + q < k_tiles) promoted_k_tile(part[q / PROMOTE], part[1 - q / PROMOTE], kt + q);
+                for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+                for (int kt = 0; kt < k_tiles; ++kt) promoted_k_tile(kt);
             }
             // PROMOTE ran its own loop above; OVERLAP issued k step 0 already
             for (int kt = OVERLAP > 0; !PROMOTE && kt < k_tiles; ++kt, ++it) {
@@ -237,13 +253,12 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                 wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
                 if (kt > 0) release((it - 1) % STAGES);
             }
-            wgmma_wait_group<0>();
-            release((it - 1) % STAGES);  // the producer may refill it while we write C
-#pragma unroll
-            for (int i = 0; i < WGMMA_N / 2; ++i) {
-                if constexpr (PROMOTE) acc[i] += (k_tiles - 1) / PROMOTE % 2 ? part[1][i] : part[0][i];  // the last run
-                acc[i] *= scale;  // dequantize: scale_a * scale_b, in fp32
+            if constexpr (!PROMOTE) {  // (PROMOTE's last k tile waited and released its slot)
+                wgmma_wait_group<0>();
+                release((it - 1) % STAGES);  // the producer may refill it while we write C
             }
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) acc[i] *= scale;  // dequantize: scale_a * scale_b, in fp32
 
             // Rung 10's last epilogue, unchanged: stmatrix into two swizzled buffers per consumer, then TMA stores.
             const int row = row0 + rank * BM + c * 64;
@@ -254,7 +269,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                     // step: its wgmmas run on the tensor pipe while those chunks go out.
 #pragma unroll
                     for (int p = 0; p < LATE / 2; ++p)
-                        packed[p] = pack_bf16x2(acc[WGMMA_N / 2 - LATE + 2 * p], acc[WGMMA_N / 2 - LATE + 2 * p + 1]);
+                        packed[p] = pack_bf16x2(acc[BN / 2 - LATE + 2 * p], acc[BN / 2 - LATE + 2 * p + 1]);
                     if (tile + tile_step < tiles) issue(0), ++it;
                 }
                 // Chunks take the buffers in turn across tiles, not from buffer 0 in each: with 3 chunks a tile (128 x
@@ -265,7 +280,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                 if (t == 0) cp_async_bulk_wait_group_read<C_BUFFERS - 1>();
                 bar_sync(1 + c, 128);
                 if (OVERLAP && q >= BN / C_CHUNK - LATE_CHUNKS)  // the late chunks from the pairs rounded above
-                    stmatrix_packed<C_CHUNK>(buf, packed, q * C_CHUNK / 2 - (WGMMA_N / 2 - LATE), warp, lane);
+                    stmatrix_packed<C_CHUNK>(buf, packed, q * C_CHUNK / 2 - (BN / 2 - LATE), warp, lane);
                 else
                     stmatrix_accumulators<C_CHUNK>(buf, acc, q * C_CHUNK / 2, warp, lane);
                 fence_proxy_async_shared_cta();  // each writer: make its stores visible to the copy engine

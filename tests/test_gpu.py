@@ -300,17 +300,21 @@ def test_cluster_shapes_correct(shape, name):
     assert res.ok, str(res)
 
 
-# experiments/fp8_promoted's every-256-k build (PROMOTE = 2), small_tiles' one-consumer tiles and
-# ladder_orders' lattice corners: constexpr variants of rung files, correct wherever they take a shape.
-@pytest.mark.parametrize("which", ("every 256 k", "64 x 128, clusters of one", "64 x 128, pairs", "64 x 256, pairs",
+# experiments/fp8_promoted's every-256-k build (PROMOTE = 2) and its promoted 128 x 128 and 128 x 192 tiles,
+# small_tiles' one-consumer tiles and ladder_orders' lattice corners: constexpr variants of rung files, correct
+# wherever they take a shape.
+@pytest.mark.parametrize("which", ("every 256 k", "promoted, 128 x 128", "promoted, 128 x 192",
+                                   "64 x 128, clusters of one", "64 x 128, pairs", "64 x 256, pairs",
                                    "lattice -----", "lattice -CS-F", "lattice P--E-"))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_experiment_variants_correct(shape, which):
-    from experiments.fp8_promoted.build import every_256
+    from experiments.fp8_promoted.build import EVERY_256_RUNG, TILE_RUNGS, every_256, tile_source
     from experiments.ladder_orders.build import build
     from experiments.small_tiles.build import build_source
     if which == "every 256 k":
-        r, src = rung("12_fp8"), every_256()
+        r, src = EVERY_256_RUNG, every_256()
+    elif which in TILE_RUNGS:
+        r, src = TILE_RUNGS[which], tile_source(which)
     elif which.startswith("lattice"):
         r, src = build(which.split()[1].replace("-", ""))
     else:

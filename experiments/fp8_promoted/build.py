@@ -1,4 +1,5 @@
-"""The promoted-FP8 experiment's builds: configs of chapter 12's file (12_fp8.cu), launched as rung 12."""
+"""The promoted-FP8 experiment's builds: configs of chapter 12's file (12_fp8.cu), launched as 12_fp8_promoted
+(plainly: PDL = 0, OVERLAP = 0) or, for every-256, as rung 12."""
 from __future__ import annotations
 
 from helpers.csource import apply_config
@@ -6,13 +7,16 @@ from helpers.kernel import overriding
 from helpers.registry import rung
 
 BASE = "12_fp8"
-NARROW = {"BN": 128, "WGMMA_N": 128}   # 12_fp8_promoted's tile, without its promotion
+PROMOTED = "12_fp8_promoted"
+# The promoted rung's summing on narrower tiles: one wgmma spans the tile, one partial buffer as wide
+TILES = {"promoted, 128 x 128": {"BN": 128, "WGMMA_N": 128}, "promoted, 128 x 192": {"BN": 192, "WGMMA_N": 192}}
+TILE_RUNGS = {name: overriding(rung(PROMOTED), config) for name, config in TILES.items()}   # with tile_source(name)
 EVERY_256 = "12_fp8_promoted, every 256 k"
 # Built as rung 12 with these constants, OVERLAP = 0 among them (the overlapped epilogue is written for the
-# fast-accumulation loop); rung 12's config sets OVERLAP, so the build's rung carries the override (helpers.kernel)
+# fast-accumulation loop); rung 12's config sets OVERLAP, so the build's rung carries the override (helpers.kernel).
+# A partial sum kept over two k tiles must span the tile: the 128 x 128 tile.
 EVERY_256_CONFIG = {"PROMOTE": 2, "BN": 128, "WGMMA_N": 128, "OVERLAP": 0}
 EVERY_256_RUNG = overriding(rung(BASE), EVERY_256_CONFIG)
-VARIANTS = {"12_fp8, 128 x 128": NARROW, EVERY_256: EVERY_256_CONFIG}
 
 
 def source(config: dict | None = None) -> str:
@@ -22,3 +26,7 @@ def source(config: dict | None = None) -> str:
 
 def every_256() -> str:
     return source(EVERY_256_CONFIG)
+
+
+def tile_source(name: str) -> str:
+    return source(TILES[name])

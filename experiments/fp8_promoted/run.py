@@ -2,18 +2,17 @@
 its output goes to experiments/fp8_promoted/record.json.
 
     python3 -m experiments.fp8_promoted.run check
-        the every-256-k build (not a rung) at shapes with odd and even k tile counts
+        the builds that are not rungs at shapes with odd and even k tile counts and ragged edges
     python3 -m experiments.fp8_promoted.run time
-        2048 .. 8192: rung 12, the same kernel on 128 x 128 tiles, 12_fp8_promoted,
-        the same promoting every 256 k, and every cuBLASLt FP8 algorithm (promoted
-        and fast accumulation), in the same interleaved rounds
+        2048 .. 8192: rung 12, 12_fp8_promoted, its summing on 128 x 128 and 128 x 192 tiles, the every-256-k
+        build, and every cuBLASLt FP8 algorithm (promoted and fast accumulation), in the same interleaved rounds
     python3 -m experiments.fp8_promoted.run probe      the accumulator probe (helpers.fp8) on the builds and rung 10
     python3 -m experiments.fp8_promoted.run profile    Nsight Compute on the builds at N = 8192
 
-Why these builds: 12_fp8_promoted changes two things against rung 12, the tile (128 x 256 -> 128 x 128, since the
-partial sums and their fp32 totals of a 64 x 256 slice would need 256 registers a thread) and the promotion. The
-128 x 128 build without promotion separates them: rung 12 -> narrow is the tile's cost, narrow -> promoted the
-promotion's. PROMOTE = 2 adds the partial sums every other k tile (256 k): half the adds, a coarser partial sum.
+Why these builds: 12_fp8_promoted keeps rung 12's 128 x 256 tile and sums each k tile in two 128-wide slices
+through one partial buffer (a 64 x 256 slice's partial sums and totals would need 256 registers a thread). The
+narrower tiles sum their whole width at once through a buffer as wide: what the slices save or cost against a
+narrower tile. PROMOTE = 2 adds the partial sums every other k tile (256 k): half the adds, a coarser partial sum.
 """
 import json
 import os
@@ -29,27 +28,29 @@ from helpers.registry import rung  # noqa: E402
 from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
-from .build import EVERY_256, EVERY_256_CONFIG, EVERY_256_RUNG, NARROW, every_256, source  # noqa: E402
+from .build import EVERY_256, EVERY_256_CONFIG, EVERY_256_RUNG, TILE_RUNGS, TILES, every_256, tile_source  # noqa: E402
 
 RECORD = Path(__file__).with_name("record.json")
-BUILDS = ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", EVERY_256)
-CHECKS = ((256, 256, 384), (512, 256, 640), (256, 512, 1024), (2304, 2048, 896))  # 3, 5, 8 and 7 k tiles
+BUILDS = ("12_fp8", "12_fp8_promoted", *TILES, EVERY_256)
+# 3, 5, 8 and 7 k tiles; then ragged edges in M, N and K (the last k tile part zeros)
+CHECKS = ((256, 256, 384), (512, 256, 640), (256, 512, 1024), (2304, 2048, 896), (4095, 4104, 4112), (200, 392, 720))
 SHAPES = ((2048,) * 3, (4096,) * 3, (6144,) * 3, (8192,) * 3, (8192, 8192, 1024))
 
 
 def launches(m: int, n: int, k: int) -> dict:
     return {"12_fp8": prepare("12_fp8", m, n, k),  # first: its inputs and cuBLASLt's serve every build
-            "12_fp8, 128 x 128": prepare("12_fp8", m, n, k, source=source(NARROW)),
             "12_fp8_promoted": prepare("12_fp8_promoted", m, n, k),
+            **{name: prepare(r, m, n, k, source=tile_source(name)) for name, r in TILE_RUNGS.items()},
             EVERY_256: prepare(EVERY_256_RUNG, m, n, k, source=every_256())}
 
 
 def run_checks() -> bool:
     ok = True
     for shape in CHECKS:
-        got = check(EVERY_256_RUNG, *shape, source=every_256())
-        print(f"{EVERY_256}: {got}", flush=True)
-        ok &= bool(got.ok)
+        for name, r, src in ((EVERY_256, EVERY_256_RUNG, every_256()), *((x, r, tile_source(x)) for x, r in TILE_RUNGS.items())):
+            got = check(r, *shape, source=src)
+            print(f"{name}: {got}", flush=True)
+            ok &= bool(got.ok)
     return ok
 
 
@@ -69,8 +70,8 @@ def probes() -> dict:
 def profiles(n: int = 8192) -> dict:
     from helpers.profile import collect
     out = {}
-    for name, r, config in (("12_fp8", "12_fp8", {}), ("12_fp8, 128 x 128", "12_fp8", NARROW),
-                            ("12_fp8_promoted", "12_fp8_promoted", {}),
+    for name, r, config in (("12_fp8", "12_fp8", {}), ("12_fp8_promoted", "12_fp8_promoted", {}),
+                            *((x, "12_fp8_promoted", c) for x, c in TILES.items()),
                             (EVERY_256, "12_fp8", EVERY_256_CONFIG)):
         out[name] = {**collect(rung(r), n, config=config), "rung": name, "source": "experiments/fp8_promoted",
                      "run": "outside the book's run", "gpu": device().name}
@@ -88,7 +89,7 @@ if __name__ == "__main__":
         sys.exit(print(__doc__))
     what = sys.argv[1:] or ["check", "probe", "time", "profile"]
     if "check" in what and not run_checks():
-        sys.exit("the every-256-k build computed a wrong C")
+        sys.exit("a build computed a wrong C")
     if "probe" in what:
         got = probes()
         print(json.dumps(got, indent=1))
