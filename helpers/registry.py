@@ -213,15 +213,15 @@ RUNGS: tuple[Rung, ...] = (
                    "QGMMA.64x256x32.F32.E4M3.E4M3", "UTMACCTL.PF", "ACQBULK", "PREEXIT"),
          sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS"), target=(1.00, 4096, "cublas")),
     # Chapter 12's promoted accumulation: each k tile's (128 k) partial sums from the tensor core, added into fp32
-    # totals in registers, as cuBLASLt's default FP8 mode promotes. Rung 12's 128 x 256 tile, its width summed in two
-    # 128-wide slices through one partial buffer (totals 128 registers a thread, partial sums 64). Launched plainly
-    # (PDL = 0, OVERLAP = 0), as it is measured against cuBLASLt's promoted mode.
-    Rung("12_fp8_promoted", "12_fp8 adding each 128 k into fp32 totals, in 128-wide slices", "gemm_fp8",
-         dtype="e4m3", out_dtype="bf16", file="12_fp8", config={"PROMOTE": 1, "WGMMA_N": 128}, needs_cc=(9, 0),
+    # totals in registers, as cuBLASLt's default FP8 mode promotes. Rung 12's 128 x 256 tile, its width summed in four
+    # 64-wide slices through two partial buffers in turn (totals 128 registers a thread, partial sums 2 x 32).
+    # Launched plainly (PDL = 0, OVERLAP = 0), as it is measured against cuBLASLt's promoted mode.
+    Rung("12_fp8_promoted", "12_fp8 adding each 128 k into fp32 totals, in 64-wide slices", "gemm_fp8",
+         dtype="e4m3", out_dtype="bf16", file="12_fp8", config={"PROMOTE": 1, "WGMMA_N": 64}, needs_cc=(9, 0),
          b_layout="nk", grid="persistent", operands="tensor_maps_c", divides={"M": "CLUSTER_BM", "N": "BN", "K": "BK"},
          ragged=True, sass_has=("UTMALDG.2D.MULTICAST", "UTMASTG.2D", "STSM.16.M88.4", "SYNCS", "USETMAXREG",
-                                "QGMMA.64x128x32.F32.E4M3.E4M3", "FADD"),
-         sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS", "QGMMA.64x256x32")),
+                                "QGMMA.64x64x32.F32.E4M3.E4M3", "FADD"),
+         sass_lacks=("HGMMA", "HMMA", "LDL", "STL", "LDGSTS", "QGMMA.64x256x32", "QGMMA.64x128x32")),
 )
 
 

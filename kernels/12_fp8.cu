@@ -8,7 +8,7 @@
 //   - the per-tensor scales arrive as one float (scale_a * scale_b) applied to the fp32 accumulators in the
 //     epilogue, before the round to bf16.
 // The tensor core sums with about 14 bits (chapter 12's probe), as cuBLASLt's fast-accumulation mode does. PROMOTE = P
-// (12_fp8_promoted: P = 1, wgmmas 128 wide) adds the partial sums into fp32 registers every P k tiles instead.
+// (12_fp8_promoted: P = 1, wgmmas 64 wide) adds the partial sums into fp32 registers every P k tiles instead.
 // New PTX: wgmma_m64n256k32_e4m3, wgmma_m64n128k32_e4m3.  Requires: sm_90a.
 //
 // C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map; the
@@ -66,7 +66,7 @@ static_assert(CLUSTER == 1 || CLUSTER == 2, "the multicast mask below is written
 static_assert(BN % C_CHUNK == 0 && BN % WGMMA_N == 0, "whole wgmmas and whole chunks across the tile's width");
 static_assert(PROMOTE || WGMMA_N == BN, "without promotion one wgmma spans the tile's width");
 static_assert(PROMOTE <= 1 || WGMMA_N == BN, "a partial sum kept over several k tiles must span the tile's width");
-static_assert(!PROMOTE || BN / 2 + WGMMA_N / 2 <= 192, "fp32 totals and one partial buffer within the 232 registers");
+static_assert(!PROMOTE || BN / 2 + WGMMA_N <= 192, "fp32 totals and two partial buffers within the 232 registers");
 static_assert(!PROMOTE || !OVERLAP, "the overlapped epilogue is written for the fast-accumulation k loop");
 static_assert(C_BUFFERS >= 1 && C_BUFFERS <= 8, "cp.async.bulk.wait_group.read takes an immediate of at most 7");
 
@@ -175,7 +175,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
         setmaxnreg_inc<CONSUMER_REGS>();
         const int c = wg - 1, warp = t / 32, lane = t % 32;
         float acc[BN / 2];
-        float part[WGMMA_N / 2];     // PROMOTE: the partial sums of one slice, WGMMA_N of the tile's BN columns
+        float part[2][WGMMA_N / 2];  // PROMOTE: two slices' partial sums, one being filled while the other is added
         constexpr int LATE_CHUNKS = OVERLAP < BN / C_CHUNK ? OVERLAP : BN / C_CHUNK;  // all of them at most
         constexpr int LATE = LATE_CHUNKS * C_CHUNK / 2;  // accumulators of the chunks stored late
         unsigned packed[OVERLAP ? LATE / 2 : 1];     // ... as bf16 pairs, so that acc is free for the next tile
@@ -188,41 +188,38 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             else
                 mbarrier_arrive(smem_addr(&empty[s]));
         };
-        unsigned freed = 0;  // PROMOTE: k tiles (over all tiles) whose slots this consumer has released
-        auto release_to = [&](unsigned n) {
-            for (; freed < n; ++freed) release(freed % STAGES);
-        };
-        // PROMOTE's k tile. The tile's BN columns go through the tensor core in slices of WGMMA_N: the wgmmas sum a
-        // slice's 128 k into `part` (the tensor core keeps about 14 bits, chapter 12's probe), and at the end of each
-        // run of PROMOTE k tiles the slice's partial sums are added into its fp32 totals in acc. One partial buffer:
-        // the totals of a 64 x 256 slice take 128 registers a thread and a 128-wide partial buffer 64, so a second
-        // buffer would make 256, past a consumer's 232. The adds wait for the slice's wgmmas, and this warpgroup's
-        // tensor work pauses; the other consumer's slice, queued on the same tensor cores, runs meanwhile.
-        auto promoted_k_tile = [&](int kt) {
+        // PROMOTE's k tile. The tile's BN columns go through the tensor core in slices of WGMMA_N, one after another:
+        // a slice's wgmmas sum its 128 k into a partial buffer (the tensor core keeps about 14 bits, chapter 12's
+        // probe), and the slice before it, complete by then, is added into its fp32 totals in acc where its run of
+        // PROMOTE k tiles ends. Two buffers take turns, so the adds run while the next slice's wgmmas do: the tensor
+        // core does not wait for them. The totals of a 64 x 256 slice take 128 registers a thread and two 64-wide
+        // buffers 64 more; two 128-wide buffers would make 256, past a consumer's 232. `even` is the buffer of the
+        // k tile's slice 0 (chosen at compile time by each call), `odd` the other.
+        constexpr int SLICES = BN / WGMMA_N, RUN = PROMOTE > 0 ? PROMOTE : 1;  // (RUN: no % 0 where unused)
+        auto promoted_k_tile = [&](float (&even)[WGMMA_N / 2], float (&odd)[WGMMA_N / 2], int kt) {
             const int s = it % STAGES;
             mbarrier_wait_parity(smem_addr(&full[s]), (it / STAGES) & 1);
             const unsigned sA = ring + s * STAGE_BYTES + c * 64 * 128, sB = ring + s * STAGE_BYTES + A_TILE;
-            constexpr int RUN = PROMOTE > 0 ? PROMOTE : 1;  // k tiles a partial sum spans (no % 0 where unused)
-            const bool add = kt % RUN == RUN - 1 || kt == k_tiles - 1;
 #pragma unroll
-            for (int h = 0; h < BN / WGMMA_N; ++h) {
+            for (int h = 0; h < SLICES; ++h) {
+                float(&fill)[WGMMA_N / 2] = h % 2 ? odd : even;
+                float(&before)[WGMMA_N / 2] = h % 2 ? even : odd;  // slice h - 1, or k tile kt - 1's last slice
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 32; ++kk)  // a slice starts WGMMA_N rows of Bt (128 B each) further on
-                    wgmma_m64nNk32_e4m3<WGMMA_N>(part, wgmma_desc(sA + kk * 32),
+                    wgmma_m64nNk32_e4m3<WGMMA_N>(fill, wgmma_desc(sA + kk * 32),
                                                  wgmma_desc(sB + h * WGMMA_N * 128 + kk * 32), kt % RUN + kk > 0);
                 wgmma_commit_group();
-                if (add) {
-                    wgmma_wait_group<0>();
+                // The slice before is done (at h = 0: k tile kt - 1's last, so that slot is read). The tile's first
+                // slice has none before it, but waits all the same: ptxas serializes every wgmma of a kernel whose
+                // waits it cannot match to the reads of their accumulators on every path.
+                wgmma_wait_group<1>();
+                if (h == 0 && kt > 0) release((it - 1) % STAGES);
+                if (h > 0 || (kt > 0 && (kt - 1) % RUN == RUN - 1)) {  // its run of k tiles has ended: into its totals
+                    const int b = (h + SLICES - 1) % SLICES;
 #pragma unroll
-                    for (int i = 0; i < WGMMA_N / 2; ++i) acc[h * WGMMA_N / 2 + i] += part[i];
+                    for (int i = 0; i < WGMMA_N / 2; ++i) acc[b * WGMMA_N / 2 + i] += before[i];
                 }
-            }
-            if (add) {
-                release_to(it + 1);  // every group is done: this slot and any before it are read
-            } else {
-                wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
-                release_to(it);
             }
             ++it;
         };
@@ -245,7 +242,20 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
             if constexpr (PROMOTE) {
 #pragma unroll
                 for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
-                for (int kt = 0; kt < k_tiles; ++kt) promoted_k_tile(kt);
+                // Slice 0 of k tile kt fills buffer (kt / RUN * SLICES) % 2: always 0 for an even count of slices,
+                // else the parity of kt's run, so k tiles go two runs a step and each call names its buffers.
+                constexpr int STEP = SLICES % 2 ? 2 * RUN : 1;
+                for (int kt = 0; kt < k_tiles; kt += STEP)
+#pragma unroll
+                    for (int q = 0; q < STEP; ++q)
+                        if (kt + q < k_tiles) promoted_k_tile(part[q / RUN], part[1 - q / RUN], kt + q);
+                // The last slice is still out: wait for it, free its slot, add it (buffer 1 for an even count of
+                // slices, else the parity of the last run)
+                wgmma_wait_group<0>();
+                release((it - 1) % STAGES);
+                const bool odd = SLICES % 2 == 0 || (k_tiles - 1) / RUN % 2;
+#pragma unroll
+                for (int i = 0; i < WGMMA_N / 2; ++i) acc[BN / 2 - WGMMA_N / 2 + i] += odd ? part[1][i] : part[0][i];
             }
             // PROMOTE ran its own loop above; OVERLAP issued k step 0 already
             for (int kt = OVERLAP > 0; !PROMOTE && kt < k_tiles; ++kt, ++it) {
@@ -253,7 +263,7 @@ gemm_fp8(const __grid_constant__ TensorMap tmA, const __grid_constant__ TensorMa
                 wgmma_wait_group<1>();  // the previous k tile's group is done reading its slot
                 if (kt > 0) release((it - 1) % STAGES);
             }
-            if constexpr (!PROMOTE) {  // (PROMOTE's last k tile waited and released its slot)
+            if constexpr (!PROMOTE) {  // (PROMOTE's loop waited for its last slice and released its slot)
                 wgmma_wait_group<0>();
                 release((it - 1) % STAGES);  // the producer may refill it while we write C
             }

@@ -23,7 +23,8 @@ def test_rung_sass_claims(r):
         return
     assert res.spill_stores == res.spill_loads == 0, f"{r.id} spills to local memory"
     assert res.stack_bytes == 0, f"{r.id} has a stack frame (a call or a local array)"
-    assert "C7510" not in b.log and "C7508" not in b.log, f"{r.id}: ptxas serialized wgmma or ignored setmaxnreg"
+    # C7510, C7514, ...: each reason ptxas serializes the wgmmas has its own code; the sentence is the same
+    assert "serialized" not in b.log and "C7508" not in b.log, f"{r.id}: ptxas serialized wgmma or ignored setmaxnreg"
 
 
 @pytest.mark.parametrize("r", RUNGS, ids=lambda r: r.id)

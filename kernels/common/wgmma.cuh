@@ -85,9 +85,9 @@ WGMMA_BF16(256, 128, 128, 129, 130)
 // from shared memory, both K-major (FP8 wgmma has no transpose immediates), fp32 accumulators as in the bf16 shapes.
 // A 32-deep k step of e4m3 is 32 bytes, as a 16-deep step of bf16 is, so the descriptors and the 128-byte swizzle
 // are the same. The two trailing 1s are imm-scale-a and imm-scale-b (+1). Chapter 12: m64n256k32 for its rung,
-// m64n128k32 for the promoted rung, which sums a 64 x 256 slice in two 128-wide halves through one 64-register
-// partial buffer (beside 128 registers of fp32 totals, where a 256-wide partial buffer would make 256), and
-// m64n192k32 for the 128 x 192 tile of experiments/fp8_promoted.
+// m64n64k32 for the promoted rung, which sums a 64 x 256 slice in four 64-wide slices through two 32-register
+// partial buffers (beside 128 registers of fp32 totals), and m64n128k32 and m64n192k32 for the narrower tiles of
+// experiments/fp8_promoted.
 #define WGMMA_E4M3(N, ACC, DA, DB, S)                                                                                  \
     __device__ __forceinline__ void wgmma_m64n##N##k32_e4m3(float (&d)[ACC], unsigned long long desc_a,               \
                                                             unsigned long long desc_b, int scale_d) {                 \
@@ -98,6 +98,7 @@ WGMMA_BF16(256, 128, 128, 129, 130)
                      : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                                       \
     }
 WGMMA_E4M3(256, 128, 128, 129, 130)
+WGMMA_E4M3(64, 32, 32, 33, 34)
 WGMMA_E4M3(128, 64, 64, 65, 66)
 WGMMA_E4M3(192, 96, 96, 97, 98)
 // The helpers end here: an including kernel sees the wrappers, not their macros.
@@ -141,8 +142,10 @@ __device__ __forceinline__ void wgmma_m64nNk16_bf16(float (&d)[N / 2], unsigned 
 template <int N>
 __device__ __forceinline__ void wgmma_m64nNk32_e4m3(float (&d)[N / 2], unsigned long long desc_a,
                                                     unsigned long long desc_b, int scale_d) {
-    static_assert(N == 128 || N == 192 || N == 256, "wrapped shapes: m64n128k32, m64n192k32, m64n256k32");
-    if constexpr (N == 128) wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
+    static_assert(N == 64 || N == 128 || N == 192 || N == 256,
+                  "wrapped shapes: m64n64k32, m64n128k32, m64n192k32, m64n256k32");
+    if constexpr (N == 64) wgmma_m64n64k32_e4m3(d, desc_a, desc_b, scale_d);
+    else if constexpr (N == 128) wgmma_m64n128k32_e4m3(d, desc_a, desc_b, scale_d);
     else if constexpr (N == 192) wgmma_m64n192k32_e4m3(d, desc_a, desc_b, scale_d);
     else wgmma_m64n256k32_e4m3(d, desc_a, desc_b, scale_d);
 }
