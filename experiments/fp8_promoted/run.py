@@ -5,7 +5,8 @@ its output goes to experiments/fp8_promoted/record.json.
         the builds that are not rungs at shapes with odd and even k tile counts and ragged edges
     python3 -m experiments.fp8_promoted.run time
         2048 .. 8192: rung 12, 12_fp8_promoted, its summing on 128 x 128 and 128 x 192 tiles, the every-256-k
-        build, and every cuBLASLt FP8 algorithm (promoted and fast accumulation), in the same interleaved rounds
+        build, two controls (rung 12 launched plainly; the promoted rung with one add a slice, whose C is wrong), and
+        every cuBLASLt FP8 algorithm (promoted and fast accumulation), in the same interleaved rounds
     python3 -m experiments.fp8_promoted.run probe      the accumulator probe (helpers.fp8) on the builds and rung 10
     python3 -m experiments.fp8_promoted.run profile    Nsight Compute on the builds at N = 8192
 
@@ -28,10 +29,11 @@ from helpers.registry import rung  # noqa: E402
 from helpers.results import record_part  # noqa: E402
 from helpers.timing import bench_launches  # noqa: E402
 
-from .build import EVERY_256, EVERY_256_CONFIG, EVERY_256_RUNG, TILE_RUNGS, TILES, every_256, tile_source  # noqa: E402
+from .build import (EVERY_256, EVERY_256_CONFIG, EVERY_256_RUNG, NO_ADDS, PLAIN, PLAIN_RUNG, TILE_RUNGS, TILES,  # noqa: E402
+                    every_256, no_adds_source, tile_source)
 
 RECORD = Path(__file__).with_name("record.json")
-BUILDS = ("12_fp8", "12_fp8_promoted", *TILES, EVERY_256)
+BUILDS = ("12_fp8", "12_fp8_promoted", *TILES, EVERY_256, PLAIN, NO_ADDS)
 # 3, 5, 8 and 7 k tiles; then ragged edges in M, N and K (the last k tile part zeros)
 CHECKS = ((256, 256, 384), (512, 256, 640), (256, 512, 1024), (2304, 2048, 896), (4095, 4104, 4112), (200, 392, 720))
 SHAPES = ((2048,) * 3, (4096,) * 3, (6144,) * 3, (8192,) * 3, (8192, 8192, 1024))
@@ -41,7 +43,9 @@ def launches(m: int, n: int, k: int) -> dict:
     return {"12_fp8": prepare("12_fp8", m, n, k),  # first: its inputs and cuBLASLt's serve every build
             "12_fp8_promoted": prepare("12_fp8_promoted", m, n, k),
             **{name: prepare(r, m, n, k, source=tile_source(name)) for name, r in TILE_RUNGS.items()},
-            EVERY_256: prepare(EVERY_256_RUNG, m, n, k, source=every_256())}
+            EVERY_256: prepare(EVERY_256_RUNG, m, n, k, source=every_256()),
+            PLAIN: prepare(PLAIN_RUNG, m, n, k),
+            NO_ADDS: prepare("12_fp8_promoted", m, n, k, source=no_adds_source())}
 
 
 def run_checks() -> bool:
