@@ -72,13 +72,14 @@ def test_chapter_12_climb_and_target(data, text):
     """FP8 nearly doubles rung 10 but stays under the 2x napkin; the reference is cuBLASLt's fast-accumulation mode,
     the strongest of its candidate algorithms in the same rounds (at 4096 the fastest of those its rounds timed, the
     heuristic's first six and autotune's pick in the recorded run, as the label says: on the H100 the winner was
-    autotune's pick too, #5 of 8, on the H200 it is not, #4 of 8; the paragraph says which); rung 12 misses the
-    1.00x target against it and leads cuBLASLt's promoted default."""
+    autotune's pick too, #5 of 8, on the H200 it is not, #4 of 8; the paragraph says which); rung 12 is level with it
+    within a point at both sizes (the 1.00x target met or just missed, run to run: 0.995 / 0.998 in one lease of the
+    H200 run, 0.998 / 1.001 in the next, the kernel unchanged) and leads cuBLASLt's promoted default."""
     up = {n: _row(data, FP8, n)["tflops"] / _row(data, BF16, n)["tflops"] for n in (4096, 8192)}
     assert all(1.7 < u < 2.0 for u in up.values()), f"FP8 no longer nearly doubles rung 10 under the napkin's 2: {up}"
     assert up[8192] > up[4096], f"the FP8 speed-up is no longer larger at 8192 (the epilogue's share): {up}"
     ratio = {n: _row(data, FP8, n)["ratio"] for n in (4096, 8192)}
-    assert max(ratio.values()) < 1.0 and min(ratio.values()) > 0.9, f"rung 12 no longer just misses the target: {ratio}"
+    assert all(abs(x - 1) < 0.01 for x in ratio.values()), f"rung 12 is no longer level with the target: {ratio}"
     for n in (4096, 8192):  # the reference is the fast-accumulation mode at both sizes
         assert "fast accumulation" in _row(data, FP8, n)["cublas_ref"], f"the reference at {n} is not fast accumulation"
     promoted = {n: _row(data, FP8, n)["tflops"] / max(t["tflops"] for name, t in _contenders(data, n).items()
@@ -252,35 +253,57 @@ def test_chapter_12_names_the_limit_the_profile_shows(cells):
 
 
 def test_chapter_12_promoted_section_matches_its_record():
-    """experiments/fp8_promoted's record: promotion costs more than the napkin gave it, below cuBLASLt's promoted
-    mode everywhere; the 128 x 128 tile comes within 3% of cuBLASLt's promoted mode at 4096; adding every 256 k
-    halves the adds and more than half their cost but loses the bits again; the first try left the pipe idle."""
+    """experiments/fp8_promoted's record: the sliced promoted rung is below the chapter's budget and below cuBLASLt's
+    promoted mode at 2048-8192, ahead of the narrower tiles everywhere; the controls put the miss on the adds (rung 12
+    launched plainly is level with itself, one add a slice comes within 3% of it); adding every 256 k beats the
+    128 x 128 build but loses the bits again; each version beat the one before it."""
     from experiments.fp8_promoted import LT_FAST, LT_PROMOTED, record as promoted_record
     rec = promoted_record()
-    every = "12_fp8_promoted, every 256 k"
-    t = {tuple(r["shape"]): {**{b: r[b]["tflops"] for b in ("12_fp8", "12_fp8, 128 x 128", "12_fp8_promoted", every)},
+    every, narrow, wide = "12_fp8_promoted, every 256 k", "promoted, 128 x 128", "promoted, 128 x 192"
+    plain, one_add = "rung 12, launched plainly", "promoted, one add a slice (C wrong)"
+    t = {tuple(r["shape"]): {**{b: r[b]["tflops"] for b in ("12_fp8", "12_fp8_promoted", narrow, wide, every, plain,
+                                                            one_add)},
                              "lt": r["cublas_groups"][LT_PROMOTED]["tflops"], "fast": r["cublas_groups"][LT_FAST]["tflops"]}
          for r in rec["time"]}
     a, b = t[(4096,) * 3], t[(8192,) * 3]
-    assert max(x["12_fp8_promoted"] / x["12_fp8"] for x in (a, b)) < 0.80, "promotion now meets the napkin"
-    assert all(x["12_fp8_promoted"] < x["lt"] for x in t.values()), "promotion now reaches cuBLASLt's promoted mode"
-    assert 0.97 <= a["12_fp8, 128 x 128"] / a["lt"] < 1, "the 128 x 128 tile is no longer within 3% at 4096"
+    assert max(x["12_fp8_promoted"] / x["12_fp8"] for x in (a, b)) < 0.88, "promotion now meets the budget"
+    assert all(t[(n,) * 3]["12_fp8_promoted"] < 0.95 * t[(n,) * 3]["lt"] for n in (2048, 4096, 6144, 8192)), \
+        "promotion now reaches 0.95 of cuBLASLt's promoted mode on a cube"
+    assert t[(8192, 8192, 1024)]["12_fp8_promoted"] >= 0.95 * t[(8192, 8192, 1024)]["lt"]
+    assert all(x["12_fp8_promoted"] > max(x[narrow], x[wide]) for x in t.values()), "a narrower tile now wins"
+    assert [s for s, x in t.items() if x[every] > x["12_fp8_promoted"]] == [(2048,) * 3]
+    assert all(abs(x[plain] / x["12_fp8"] - 1) < 0.01 for x in (a, b)), "the plain launch now costs rung 12"
+    assert all(0.97 <= x[one_add] / x["12_fp8"] for x in (a, b)), "the slices alone now cost more than 3%"
+    assert all(x["12_fp8_promoted"] / x[one_add] < 0.9 for x in (a, b)), "the adds now cost less than 10%"
+    assert all(x[every] > x[narrow] for x in t.values()), "adding every 256 k no longer beats adding every 128"
+    assert all(x["lt"] / x["fast"] > x["12_fp8_promoted"] / x["12_fp8"] for x in (a, b)), \
+        "cuBLASLt's promotion now costs it as much as ours costs us"
     labels = {r["cublas_groups"][LT_PROMOTED]["label"] for r in rec["time"]}
-    assert {re.search(r"tile (\d+x\d+), cluster 1x2x1", x).group(1) for x in labels} == {"128x128", "144x128"}
-    assert all(1 - x[every] / x["12_fp8, 128 x 128"] < (1 - x["12_fp8_promoted"] / x["12_fp8, 128 x 128"]) / 2
-               for x in (a, b)), "every 256 k no longer saves more than half the adds' cost"
+    assert {re.search(r"tile (\d+x\d+), cluster", x).group(1) for x in labels} == {"128x128", "128x160", "144x128"}
     p = rec["profile"]
-    pr, nr, ev = p["12_fp8_promoted"], p["12_fp8, 128 x 128"], p[every]
-    assert pr["tensor_active_pct"] < ev["tensor_active_pct"] < nr["tensor_active_pct"]
-    assert pr["stall_reasons"]["warpgroup_arrive"] > 2 * nr["stall_reasons"]["warpgroup_arrive"]
-    assert ev["stall_reasons"]["warpgroup_arrive"] >= 0.8 * pr["stall_reasons"]["warpgroup_arrive"]
+    assert p["12_fp8_promoted"]["tensor_active_pct"] < p["12_fp8"]["tensor_active_pct"] - 10
+    for stall in ("wait", "dispatch_stall", "warpgroup_arrive"):  # "three stalls grew"
+        assert p["12_fp8_promoted"]["stall_reasons"][stall] > p["12_fp8"]["stall_reasons"][stall], stall
     ft = {tuple(r["shape"]): r for r in rec["first_try"]["time"]}[(4096,) * 3]
-    assert ft["12_fp8_promoted"]["tflops"] / ft["12_fp8"]["tflops"] < a["12_fp8_promoted"] / a["12_fp8"], \
-        "the second version no longer beats the first try"
+    one = {tuple(r["shape"]): r for r in rec["one_buffer"]["time"]}
+    first, single = ft["12_fp8_promoted"]["tflops"] / ft["12_fp8"]["tflops"], {
+        s: r["12_fp8_promoted"]["tflops"] / r["cublas_groups"][LT_PROMOTED]["tflops"] for s, r in one.items()}
+    assert first < single[(4096,) * 3] * 0.8, "the first try no longer trails"
+    assert all(single[s] < x["12_fp8_promoted"] / x["lt"] for s, x in t.items()), "one buffer no longer loses"
     got = rec["probe"]
     assert got["12_fp8_promoted"]["across k tiles"] == {"kept": 23, "first_lost": 24}
     assert all(v == {"kept": 13, "first_lost": 14} for v in got["12_fp8"].values())
     assert all(v == {"kept": 13, "first_lost": 14} for v in got[every].values())
+
+
+def test_chapter_12_promoted_waits_at_the_slices_first_wgmma(data):
+    """The stall sites of 12_fp8_promoted at 8192: the first wgmma of a slice (scale-d = 0, issued after the fence
+    that follows the adds) holds the leading site and more than a tenth of all samples."""
+    from helpers.ladder import recorded_entry
+    e = recorded_entry("stall_sites", "12_fp8_promoted@8192")
+    top = e["sites"][0]
+    assert top["kind"] == "wgmma issue" and "RZ, !UPT" in top["sass"], top
+    assert sum(s["share"] for s in e["sites"] if s["kind"] == "wgmma issue" and "RZ, !UPT" in s["sass"]) > 0.10
 
 
 def test_chapter_12_quotes_chapter_10s_one_consumer_control():
@@ -288,21 +311,6 @@ def test_chapter_12_quotes_chapter_10s_one_consumer_control():
     from experiments.pingpong import phases as pingpong_phases
     one, two = (pingpong_phases(x, None, "single")["pipe"] for x in ("one consumer, 64 x 256", "cooperative"))
     assert one < two, "one issuing warpgroup now keeps the pipe as busy as two"
-
-
-def test_chapter_12_the_gap_to_promoted_cublaslt_is_tile_and_adds():
-    """Issue "counters", item 6 (c59): against cuBLASLt's promoted mode the unpromoted 128 x 128 tile is within 3% at
-    4096 but not at 8192 (about 0.89 on the H200), so "the rest of the gap is our adds" holds at 4096 only; and
-    cuBLASLt's promoted winners include a tile other than 128 x 128 (it did not meet the register limit our way only)."""
-    from experiments.fp8_promoted import LT_PROMOTED, record as promoted_record
-    rec = promoted_record()
-    t = {tuple(r["shape"]): r["12_fp8, 128 x 128"]["tflops"] / r["cublas_groups"][LT_PROMOTED]["tflops"]
-         for r in rec["time"]}
-    assert t[(4096,) * 3] >= 0.97, "at 4096 the tile without promotion is no longer within 3% of promoted cuBLASLt"
-    assert t[(8192,) * 3] < 0.97, "at 8192 the tile alone now comes within 3%: the gap would be the adds after all"
-    tiles = {re.search(r"tile (\d+)x(\d+), cluster", r["cublas_groups"][LT_PROMOTED]["label"]).groups()
-             for r in rec["time"]}
-    assert any(x != ("128", "128") for x in tiles), "cuBLASLt's promoted winners are now all 128 x 128"
 
 
 def test_chapter_12_crosscheck_gap_is_a_cost_per_launch(data):
