@@ -111,7 +111,8 @@ def test_chapter_11_steps_need_the_right_company(data):
     4096, x1.0017); the grouped order costs right after bf16 C at 4096 (on the H100 at 8192 too; on the H200 it rises
     there, x1.020, cutting the DRAM reads) and rises as the last step, by more at each size; the TMA store never
     falls and rises at 4096 (at 8192 it rises on the H100, x1.005, and is flat on the H200, x1.0002); the fourth
-    stage cost in chapter 07 and rises at both sizes only with the pairs; 10_grouped_order is level with the final
+    stage never rises in chapter 07 and costs there at one size at least (both in the H200's lease of 08:36, 8192 only
+    in that of 09:54: x1.0002 at 4096), and rises at both sizes only with the pairs; 10_grouped_order is level with the final
     rung. The paragraph renders each verdict from the run (pick); what it picks between is held here."""
     from experiments.bf16_stores import medians
     med = medians(1, 2)
@@ -135,9 +136,9 @@ def test_chapter_11_steps_need_the_right_company(data):
         v = data["variants"]
         row_order = v[f'{FINAL}:{{"SCHEDULE": 0}}@{n}']["tflops"] / v[f"{FINAL}:{{}}@{n}"]["tflops"]
         assert row_order < 1, f"the final rung in row order is no longer behind at N={n}"
-        assert _step(data, "07_tma", "07_four_stages", n).factor < 1, \
-            f"chapter 07's fourth stage no longer costs at N={n}"
+        assert not _step(data, "07_tma", "07_four_stages", n).rises, f"chapter 07's fourth stage now rises at N={n}"
         assert _step(data, FINAL, "10_grouped_order", n).flat, f"10_grouped_order is no longer level with the final rung at N={n}"
+    assert any(_step(data, "07_tma", "07_four_stages", n).falls for n in N), "chapter 07's fourth stage no longer costs"
     assert any(_step(data, "10_bf16_c", "10_cluster_3_stages", n).falls for n in N), \
         "the pairs alone no longer cost at either size"
     assert _step(data, "10_bf16_c", "10_grouped", 4096).falls, "the grouped order no longer costs after bf16 C at 4096"
@@ -226,7 +227,8 @@ def test_chapter_11_sizes_and_shapes_are_what_the_run_measured(data):
 
 def test_chapter_11_summary_holds(data):
     """The summary: three orders of magnitude, coalescing the largest step; chapter 12's FP8 rung ahead of rung 10
-    and behind cuBLASLt FP8, its cross-check passing at both sizes, 4096 the widest row but inside the bar."""
+    and level with cuBLASLt FP8 within a point (behind at both sizes in one lease of the H200 run, 1.001 at 8192 in
+    the next), its cross-check passing at both sizes, 4096 the widest row but inside the bar."""
     overall = _row(data, LAST, 4096).tflops / _row(data, MAIN[0], 4096).tflops
     assert 3 <= math.log10(overall) < 4, f"the ladder no longer gains three orders of magnitude: x{overall:,.0f}"
     climbed = _climbed(data)
@@ -234,8 +236,8 @@ def test_chapter_11_summary_holds(data):
     assert top[0] == "01_coalesced", f"coalescing is no longer the largest step: {top}"
     for n in N:
         fp8, bf16 = _row(data, "12_fp8", n), _row(data, LAST, n)
-        assert fp8.tflops > bf16.tflops and fp8.ratio < 1, \
-            f"FP8 is no longer ahead of rung 10 and behind cuBLASLt at N={n}"
+        assert fp8.tflops > bf16.tflops and abs(fp8.ratio - 1) < 0.01, \
+            f"FP8 is no longer ahead of rung 10 and level with cuBLASLt at N={n}"
     cc = [data["crosscheck"][f"12_fp8@{n}"] for n in N]
     from tools import crosscheck
     bar = 100 * crosscheck.GAP
@@ -246,7 +248,8 @@ def test_chapter_11_summary_holds(data):
 
 def test_chapter_11_budget_places_the_final_rungs_time(data):
     """'Where the final rung's time goes' (10_overlap): the clock is the largest line after the math from 2048 to 12288 and
-    the contender's time is above the clock-bound math at every size; at 1024, the furthest behind, the tail is more
+    the contender's time is above the clock-bound math at every size but one at most, and within 1% of it there (12288
+    in the lease of 09:54, under the power cap; the paragraph lists the sizes); at 1024, the furthest behind, the tail is more
     than the whole gap (with launches that overlap the gap there is about a microsecond); where the rung is level the
     estimates over-explain its time (the smem_port probe prices the fills above the in-kernel trace) by more than the
     gap; at 16384 the left line is large and the rung's and the contender's rates fall alike from 12288. The
@@ -261,8 +264,9 @@ def test_chapter_11_budget_places_the_final_rungs_time(data):
     others = ("tail", "fills", "epilogue", "left")
     first = sorted(n for n, v in b.items() if v["clock"] > max(v[k] for k in others))
     assert set(range(2048, 12289)) & set(SIZES) <= set(first), f"the clock is no longer the largest line after the math: {first}"
-    assert all(v["cublas_us"] > v["math"] + v["clock"] for v in b.values()), \
-        "the contender now beats the math at the clock the rung ran at somewhere"
+    paid = [n for n, v in b.items() if v["cublas_us"] > v["math"] + v["clock"]]
+    assert len(paid) >= len(b) - 1 and all(v["cublas_us"] > 0.99 * (v["math"] + v["clock"]) for v in b.values()), \
+        f"the contender now beats the math at the clock the rung ran at: above it only at {paid}"
     worst = max(b, key=lambda n: pts[n])
     assert worst == 1024 and b[1024]["tail"] > b[1024]["gap"] > 0, \
         f"at N = 1024 the tail is no longer more than the gap: {b[1024]['tail']:.2f} against {b[1024]['gap']:.2f} us"
