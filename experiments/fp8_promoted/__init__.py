@@ -33,13 +33,13 @@ def table(rec: dict | None = None, part: str = "time") -> None:
     print(f"experiments/fp8_promoted{PARTS[part]}, {env['name']}, {env['date']}, outside the book's run; TFLOP/s\n"
           f"(each shape: one set of interleaved rounds; Lt: cuBLASLt; the ratios: promoted's)")
     heads = (*(HEADS[b] for b in builds), "Lt prom.", "Lt fast", "/ Lt prom.", "/ rung 12")
-    print(f"{'M x N x K':<15}" + "".join(f"{h:>10}" for h in heads))
+    print(f"{'M x N x K':<15}" + "".join(f"{h:>10}" for h in heads[:-2]) + "".join(f"{h:>11}" for h in heads[-2:]))
     for row in rows:
         got = [row[b]["tflops"] for b in builds] + [row["cublas_groups"][g]["tflops"] for g in (LT_PROMOTED, LT_FAST)]
         promoted = row["12_fp8_promoted"]["tflops"]
         ratios = (promoted / row["cublas_groups"][LT_PROMOTED]["tflops"], promoted / row["12_fp8"]["tflops"])
         print(f"{'x'.join(map(str, row['shape'])):<15}" + "".join(f"{x:>10.1f}" for x in got)
-              + "".join(f"{x:>10.3f}" for x in ratios))
+              + "".join(f"{x:>11.3f}" for x in ratios))
 
 
 def profiles(rec: dict | None = None, part: str = "time") -> None:
