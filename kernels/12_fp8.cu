@@ -9,7 +9,7 @@
 //     epilogue, before the round to bf16.
 // The tensor core sums with about 14 bits (chapter 12's probe), as cuBLASLt's fast-accumulation mode does. PROMOTE = P
 // (12_fp8_promoted: P = 1, wgmmas 64 wide) adds the partial sums into fp32 registers every P k tiles instead.
-// New PTX: wgmma_m64n256k32_e4m3, wgmma_m64n128k32_e4m3.  Requires: sm_90a.
+// New PTX: wgmma_m64n256k32_e4m3 (12_fp8_promoted: wgmma_m64n64k32_e4m3).  Requires: sm_90a.
 //
 // C[M,N] = scale * A[M,K] @ Bt[N,K]^T: A, Bt e4m3 row-major (tensor maps, UINT8), C bf16 row-major (tensor map; the
 // pointer only keeps rung 10's argument order); any M >= 1, N a multiple of 8 (C's rows: 16 bytes of bf16) and K of
